@@ -1,0 +1,49 @@
+"""TorchRL: reinforcement learning with PyTorch and TensorDict.
+
+Subpackages (``torchrl.envs``, ``torchrl.data``, ...) load on first access, so ``import torchrl`` stays
+cheap and imports no optional library.
+"""
+from __future__ import annotations
+
+import importlib
+
+from torchrl._auto_unwrap import auto_unwrap_transformed_env, set_auto_unwrap_transformed_env
+from torchrl._backends import get_ray_default_runtime_env, merge_ray_runtime_env, service_backend, transport_backend
+from torchrl._compile import compile_with_warmup
+from torchrl._cuda import cuda_memory_profile, cuda_memory_stats, reset_cuda_peak_stats
+from torchrl._exploration import ExplorationType, exploration_type, set_exploration_type
+from torchrl._implement_for import implement_for
+from torchrl._logging import logger, torchrl_logger
+from torchrl._timeit import timeit
+
+__version__ = "0.14.1"
+
+__all__ = [
+    "auto_unwrap_transformed_env",
+    "compile_with_warmup",
+    "cuda_memory_profile",
+    "cuda_memory_stats",
+    "get_ray_default_runtime_env",
+    "implement_for",
+    "logger",
+    "merge_ray_runtime_env",
+    "reset_cuda_peak_stats",
+    "service_backend",
+    "set_auto_unwrap_transformed_env",
+    "timeit",
+    "torchrl_logger",
+    "transport_backend",
+    "ExplorationType",
+    "set_exploration_type",
+    "exploration_type",
+]
+
+_SUBPACKAGES = frozenset(
+    {"collectors", "data", "envs", "modules", "objectives", "record", "trainers", "testing", "weight_update", "checkpoint"}
+)
+
+
+def __getattr__(name: str):
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"torchrl.{name}")
+    raise AttributeError(f"module 'torchrl' has no attribute {name!r}")
