@@ -1,0 +1,43 @@
+"""Shared helpers for benchmarks: interleaved best-of timing, robust to a busy machine.
+
+Each benchmark compares our code against a raw loop *in the same run*. Candidates are timed in
+alternation (A, B, A, B, ...) and each keeps its best (fastest) repetition, so a burst of load from other
+processes hurts both sides alike and rarely survives the ``min``.
+"""
+from __future__ import annotations
+
+import json
+import time
+from typing import Callable
+
+import torch
+
+
+def interleaved_best(fns: dict[str, Callable[[], object]], repeats: int = 7) -> dict[str, float]:
+    """Runs every ``fn`` once to warm up, then ``repeats`` rounds in alternation.
+
+    Each ``fn`` either returns its own elapsed seconds (a float) or anything else (then the call is timed
+    around it).
+    Returns ``{name: best seconds}``.
+    """
+    best = {name: float("inf") for name in fns}
+    for fn in fns.values():
+        fn()
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            out = fn()
+            elapsed = out if isinstance(out, float) else time.perf_counter() - t0
+            best[name] = min(best[name], elapsed)
+    return best
+
+
+def report(figures: dict[str, float]) -> None:
+    """Prints the figures, then (last line) one JSON object with all of them."""
+    for key, value in figures.items():
+        print(f"{key:>48}: {value:.4g}")
+    print(json.dumps({k: round(v, 4) for k, v in figures.items()}))
+
+
+def single_thread() -> None:
+    torch.set_num_threads(1)

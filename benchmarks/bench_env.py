@@ -1,0 +1,87 @@
+"""Environment stepping: our ``PendulumEnv`` rollouts against the same dynamics in a raw torch loop.
+
+Figures (ratios of throughput, higher is better; same process, interleaved best-of):
+- ``pendulum_b1_vs_raw``: ``PendulumEnv().rollout(2000)`` vs a raw loop at batch 1 (target >= 0.8).
+- ``pendulum_b256_vs_raw``: ``PendulumEnv`` rollout at batch 256 vs a raw loop at batch 256 (>= 0.8).
+- ``transformed_cost_vs_bare``: per-step time of ``TransformedEnv(PendulumEnv(), Compose(StepCounter(200),
+  RewardSum()))`` over the bare env's (target <= 1.3).
+
+Run: ``python benchmarks/bench_env.py``.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _common import interleaved_best, report, single_thread  # noqa: E402
+
+from torchrl.envs import Compose, PendulumEnv, RewardSum, StepCounter, TransformedEnv  # noqa: E402
+
+T_SINGLE = 2000
+BATCH = 256
+T_BATCHED = 200
+
+
+def angle_normalize(x):
+    return ((x + math.pi) % (2 * math.pi)) - math.pi
+
+
+def raw_pendulum(batch: int, steps: int) -> float:
+    """The same dynamics, random actions and per-step storage as a rollout, written as plain torch."""
+    g, m, l, dt, max_speed, max_torque = 10.0, 1.0, 1.0, 0.05, 8.0, 2.0
+    gen = torch.Generator().manual_seed(0)
+    th = torch.rand(batch, generator=gen) * 2 * math.pi - math.pi
+    thdot = torch.rand(batch, generator=gen) * 2 - 1
+    obs = torch.empty(steps, batch, 3)
+    acts = torch.empty(steps, batch, 1)
+    rews = torch.empty(steps, batch, 1)
+    import time
+
+    t0 = time.perf_counter()
+    for t in range(steps):
+        u = (torch.rand(batch, 1) * 2 - 1) * max_torque
+        acts[t] = u
+        u = u.squeeze(-1).clamp(-max_torque, max_torque)
+        costs = angle_normalize(th) ** 2 + 0.1 * thdot**2 + 0.001 * u**2
+        new_thdot = (thdot + (3 * g / (2 * l) * th.sin() + 3.0 / (m * l**2) * u) * dt).clamp(-max_speed, max_speed)
+        th = th + new_thdot * dt
+        thdot = new_thdot
+        rews[t] = -costs.unsqueeze(-1)
+        obs[t] = torch.stack([th.cos(), th.sin(), thdot], -1)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    single_thread()
+    env1 = PendulumEnv(seed=0)
+    env_b = PendulumEnv(seed=0)
+    td_b = env_b.gen_params(batch_size=[BATCH])
+    env_t = TransformedEnv(PendulumEnv(seed=0), Compose(StepCounter(200), RewardSum()))
+
+    best = interleaved_best(
+        {
+            "raw_b1": lambda: raw_pendulum(1, T_SINGLE),
+            "ours_b1": lambda: env1.rollout(T_SINGLE),
+            "raw_b256": lambda: raw_pendulum(BATCH, T_BATCHED),
+            "ours_b256": lambda: env_b.rollout(T_BATCHED, auto_reset=False, tensordict=env_b.reset(td_b.clone())),
+            "bare_nonstop": lambda: env1.rollout(T_SINGLE, break_when_any_done=False),
+            "transformed_nonstop": lambda: env_t.rollout(T_SINGLE, break_when_any_done=False),
+        }
+    )
+    figures = {
+        "pendulum_b1_vs_raw": best["raw_b1"] / best["ours_b1"],
+        "pendulum_b256_vs_raw": best["raw_b256"] / best["ours_b256"],
+        "transformed_cost_vs_bare": best["transformed_nonstop"] / best["bare_nonstop"],
+        "pendulum_b1_us_per_step": best["ours_b1"] / T_SINGLE * 1e6,
+        "raw_b1_us_per_step": best["raw_b1"] / T_SINGLE * 1e6,
+        "transformed_us_per_step": best["transformed_nonstop"] / T_SINGLE * 1e6,
+    }
+    report(figures)
+
+
+if __name__ == "__main__":
+    main()

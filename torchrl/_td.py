@@ -1,0 +1,147 @@
+"""Fast TensorDict access for hot paths (env steps, rollouts, collectors, buffers).
+
+Plain ``TensorDict`` instances keep their entries in a dict; reading and writing it directly costs a
+fraction of the public ``get``/``set`` (which validate keys, shapes and devices on every call). These
+helpers take the fast route only for exact ``TensorDict`` instances whose inputs we produced or already
+checked, and fall back to the public API for anything else (lazy stacks, tensorclasses, subclasses).
+``test/test_td_fast.py`` checks that both routes agree, so a tensordict upgrade that changes the
+internals fails loudly instead of silently.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+__all__ = ["fast_get", "fast_set", "new_td", "shallow_dict", "stack_tds"]
+
+_TD = TensorDict
+
+
+def fast_get(td: TensorDictBase, key, default: Any = None):
+    """``td.get(key, default)``, skipping validation for plain TensorDicts."""
+    if type(td) is _TD:
+        if type(key) is str:
+            return td._tensordict.get(key, default)
+        sub = td
+        for i, k in enumerate(key[:-1]):
+            if type(sub) is not _TD:
+                return sub.get(key[i:], default)
+            sub = sub._tensordict.get(k)
+            if sub is None:
+                return default
+        if type(sub) is _TD:
+            return sub._tensordict.get(key[-1], default)
+        return sub.get(key[-1], default)
+    return td.get(key, default)
+
+
+def fast_set(td: TensorDictBase, key, value: torch.Tensor) -> None:
+    """``td.set(key, value)`` for values already known to have ``td``'s batch shape and device."""
+    if type(td) is _TD and type(key) is str:
+        td._set_str(key, value, inplace=False, validated=True, non_blocking=False)
+    else:
+        td.set(key, value)
+
+
+def new_td(source: dict, batch_size: torch.Size, device: torch.device | None = None) -> TensorDict:
+    """A TensorDict over ``source`` (not copied), without per-entry validation."""
+    return _TD._new_unsafe(source, batch_size=batch_size, device=device)
+
+
+def shallow_dict(td: TensorDictBase) -> dict | None:
+    """A copy of the top-level entry dict of a plain TensorDict (``None`` for other types)."""
+    if type(td) is _TD:
+        return dict(td._tensordict)
+    return None
+
+
+class _Mismatch(Exception):
+    pass
+
+
+def _template(td: TensorDict) -> list | None:
+    """``[(key, sub-template or None for a tensor leaf)]`` of a plain TensorDict tree, else ``None``."""
+    out = []
+    for k, v in td._tensordict.items():
+        if type(v) is _TD:
+            sub = _template(v)
+            if sub is None:
+                return None
+            out.append((k, sub))
+        elif isinstance(v, torch.Tensor):
+            out.append((k, None))
+        else:
+            return None
+    return out
+
+
+def _collect(entries: dict, template: list, sinks: list, pos: int) -> int:
+    """Appends ``entries``' leaves to ``sinks`` in template order; raises ``_Mismatch`` on any difference."""
+    if len(entries) != len(template):
+        raise _Mismatch
+    try:
+        for key, sub in template:
+            v = entries[key]
+            if sub is None:
+                sinks[pos].append(v)
+                pos += 1
+            else:
+                if type(v) is not _TD:
+                    raise _Mismatch
+                pos = _collect(v._tensordict, sub, sinks, pos)
+    except KeyError:
+        raise _Mismatch from None
+    return pos
+
+
+def _n_leaves(template: list) -> int:
+    return sum(1 if sub is None else _n_leaves(sub) for _, sub in template)
+
+
+def stack_tds(tds: list[TensorDictBase], dim: int = 0) -> TensorDictBase:
+    """``torch.stack(tds, dim)``, faster for lists of plain TensorDicts sharing one structure.
+
+    Each leaf is stacked with one ``torch.stack`` call (a leaf that is the very same tensor in every
+    element is expanded and copied once instead); anything unusual goes through tensordict's own stack.
+    """
+    first = tds[0]
+    if type(first) is not _TD or dim < 0 or dim > first.batch_dims:
+        return torch.stack(tds, dim)
+    template = _template(first)
+    if template is None:
+        return torch.stack(tds, dim)
+    batch = first.batch_size
+    sinks: list[list] = [[] for _ in range(_n_leaves(template))]
+    try:
+        for td in tds:
+            if type(td) is not _TD or td.batch_size != batch:
+                raise _Mismatch
+            _collect(td._tensordict, template, sinks, 0)
+    except _Mismatch:
+        return torch.stack(tds, dim)
+    n = len(tds)
+    stacked = []
+    for values in sinks:
+        v0 = values[0]
+        if all(v is v0 for v in values):
+            stacked.append(v0.unsqueeze(dim).expand(*v0.shape[:dim], n, *v0.shape[dim:]).clone())
+        else:
+            try:
+                stacked.append(torch.stack(values, dim))
+            except RuntimeError:
+                return torch.stack(tds, dim)
+    out_batch = torch.Size((*batch[:dim], n, *batch[dim:]))
+    return _build(template, iter(stacked), first, out_batch)
+
+
+def _build(template: list, leaves, like: TensorDict, batch: torch.Size) -> TensorDict:
+    source = {}
+    for k, sub in template:
+        if sub is None:
+            source[k] = next(leaves)
+        else:
+            child = like._tensordict[k]
+            source[k] = _build(sub, leaves, child, torch.Size((*batch, *child.batch_size[like.batch_dims :])))
+    return _TD._new_unsafe(source, batch_size=batch, device=like.device)

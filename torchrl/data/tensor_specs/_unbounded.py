@@ -1,0 +1,128 @@
+"""``Unbounded``: any value of a shape and dtype (``UnboundedContinuous`` / ``UnboundedDiscrete`` by dtype)."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torchrl.data.tensor_specs._base import TensorSpec
+from torchrl.data.tensor_specs._boxes import ContinuousBox
+from torchrl.data.tensor_specs._utils import _cat_shape, _dtype, _is_float, _leaf_device, _size
+
+__all__ = ["Unbounded", "UnboundedContinuous", "UnboundedDiscrete"]
+
+_DEFAULT_SHAPE = torch.Size((1,))
+
+
+def _int_range(dtype: torch.dtype) -> tuple[int, int]:
+    """``[low, high)`` for ``torch.randint`` covering the dtype (int64 is capped to stay representable)."""
+    if dtype == torch.bool:
+        return 0, 2
+    info = torch.iinfo(dtype)
+    return info.min, min(info.max + 1, 2**63 - 1)
+
+
+class Unbounded(TensorSpec):
+    """An unbounded tensor spec.
+
+    ``Unbounded(...)`` returns an :class:`UnboundedContinuous` for floating dtypes (the default) and an
+    :class:`UnboundedDiscrete` for integer and boolean dtypes.
+
+    Args:
+        shape (int or torch.Size, optional): the shape. Defaults to ``(1,)``.
+        device (torch.device, optional): the device. Defaults to the default device.
+        dtype (torch.dtype, optional): the dtype. Defaults to ``torch.get_default_dtype()``
+            (``torch.int64`` for ``UnboundedDiscrete``).
+
+    Examples:
+        >>> spec = Unbounded(3)
+        >>> type(spec).__name__, spec.rand().shape
+        ('UnboundedContinuous', torch.Size([3]))
+        >>> type(Unbounded((2,), dtype=torch.int64)).__name__
+        'UnboundedDiscrete'
+    """
+
+    _default_dtype: torch.dtype | None = None
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        if cls is Unbounded:
+            dtype = kwargs.get("dtype", args[2] if len(args) > 2 else None)
+            dtype = _dtype(dtype, torch.get_default_dtype())
+            cls = UnboundedContinuous if _is_float(dtype) else UnboundedDiscrete
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        shape: torch.Size | int | None = _DEFAULT_SHAPE,
+        device: Any = None,
+        dtype: torch.dtype | str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.pop("domain", None)
+        if kwargs:
+            raise TypeError(f"{type(self).__name__} got unexpected keyword argument(s) {sorted(kwargs)}.")
+        shape = _DEFAULT_SHAPE if shape is None else _size(shape)
+        dtype = _dtype(dtype, self._default_dtype or torch.get_default_dtype())
+        device = _leaf_device(device)
+        continuous = _is_float(dtype)
+        if continuous:
+            low = torch.tensor(-float("inf"), dtype=dtype, device=device)
+            high = torch.tensor(float("inf"), dtype=dtype, device=device)
+        else:
+            lo, hi = _int_range(dtype)
+            low = torch.tensor(lo, device=device).to(dtype)
+            high = torch.tensor(hi - 1, device=device).to(dtype)
+        safe = [max(s, 0) for s in shape]
+        box = ContinuousBox(low.expand(safe), high.expand(safe))
+        super().__init__(shape, box, device, dtype, "continuous" if continuous else "discrete")
+        self._continuous = continuous
+        self._int_range = None if continuous else _int_range(dtype)
+
+    def _rebuild(self, shape: torch.Size, params: dict, **overrides: Any) -> Unbounded:
+        return Unbounded(shape=shape, device=overrides.get("device", self._device), dtype=overrides.get("dtype", self.dtype))
+
+    def rand(self, shape: torch.Size = None) -> torch.Tensor:
+        full = self.shape if not shape else _cat_shape(shape, self.shape)
+        if self._continuous:
+            return torch.randn(full, dtype=self.dtype, device=self._device)
+        if self.dtype is torch.bool:
+            return torch.rand(full, device=self._device) < 0.5
+        lo, hi = self._int_range
+        return torch.randint(lo, hi, full, dtype=self.dtype, device=self._device)
+
+    def is_in(self, val: torch.Tensor) -> bool:
+        return self._check_tensor(val)
+
+    def _project(self, val: torch.Tensor) -> torch.Tensor:
+        if not self._continuous and val.is_floating_point():
+            val = val.round()
+        return val.to(self.dtype)
+
+    def cardinality(self) -> int:
+        return float("inf")
+
+    def enumerate(self, use_mask: bool = False) -> Any:
+        raise ValueError(f"{type(self).__name__} has infinitely (or too) many values to enumerate.")
+
+    def clone(self) -> Unbounded:
+        return self._rebuild(self.shape, {})
+
+
+class UnboundedContinuous(Unbounded):
+    """An unbounded spec with a floating dtype (see :class:`Unbounded`).
+
+    Examples:
+        >>> UnboundedContinuous(shape=(2,)).dtype
+        torch.float32
+    """
+
+
+class UnboundedDiscrete(Unbounded):
+    """An unbounded spec with an integer or boolean dtype (see :class:`Unbounded`).
+
+    Examples:
+        >>> UnboundedDiscrete(shape=(2,)).dtype
+        torch.int64
+    """
+
+    _default_dtype = torch.int64

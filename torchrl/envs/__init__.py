@@ -1,0 +1,33 @@
+"""``torchrl.envs``: the environment API, native environments, transforms, and utilities."""
+from torchrl._exploration import ExplorationType, exploration_type, set_exploration_type
+from torchrl.envs.common import EnvBase
+from torchrl.envs.custom import PendulumEnv
+from torchrl.envs.transforms import *  # noqa: F401,F403
+from torchrl.envs.transforms import __all__ as _transform_names
+from torchrl.envs.utils import (
+    MarlGroupMapType,
+    RandomPolicy,
+    check_env_specs,
+    check_marl_grouping,
+    get_available_libraries,
+    make_composite_from_td,
+    step_mdp,
+    terminated_or_truncated,
+)
+
+__all__ = [
+    "EnvBase",
+    "ExplorationType",
+    "MarlGroupMapType",
+    "PendulumEnv",
+    "RandomPolicy",
+    "check_env_specs",
+    "check_marl_grouping",
+    "exploration_type",
+    "get_available_libraries",
+    "make_composite_from_td",
+    "set_exploration_type",
+    "step_mdp",
+    "terminated_or_truncated",
+    *_transform_names,
+]

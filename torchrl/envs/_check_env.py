@@ -1,0 +1,144 @@
+"""``check_env_specs``: run a short rollout and compare every entry against the env's specs."""
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from tensordict import TensorDictBase
+from tensordict.utils import NestedKey
+
+__all__ = ["check_env_specs"]
+
+_IGNORED_ROOTS = ("collector",)
+
+
+def _leaves(td: TensorDictBase) -> dict[NestedKey, torch.Tensor]:
+    return {
+        k: v
+        for k, v in td.items(include_nested=True, leaves_only=True)
+        if (k if isinstance(k, str) else k[0]) not in _IGNORED_ROOTS
+    }
+
+
+def _describe(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"shape={tuple(value.shape)}, dtype={value.dtype}"
+    return type(value).__name__
+
+
+def _check_once(env, *, return_contiguous, check_dtype: bool, tensordict, break_when_any_done: bool) -> None:
+    name = type(env).__name__
+    real = env.rollout(
+        3,
+        return_contiguous=return_contiguous,
+        tensordict=tensordict,
+        auto_reset=tensordict is None,
+        break_when_any_done=break_when_any_done,
+    )
+    fake = env.fake_tensordict()
+    fake = fake.unsqueeze(real.batch_dims - 1).expand(*real.shape)
+    real_leaves, fake_leaves = _leaves(real), _leaves(fake)
+    missing = [k for k in fake_leaves if k not in real_leaves]
+    extra = [k for k in real_leaves if k not in fake_leaves]
+    if missing or extra:
+        parts = []
+        if extra:
+            parts.append(f"the env returned {extra} which its specs do not declare")
+        if missing:
+            parts.append(f"its specs declare {missing} which the env did not return")
+        raise AssertionError(f"check_env_specs({name}): " + "; ".join(parts) + ".")
+    for key, expected in fake_leaves.items():
+        got = real_leaves[key]
+        if not isinstance(expected, torch.Tensor):
+            continue
+        if got.shape != expected.shape:
+            raise AssertionError(
+                f"check_env_specs({name}): key {key!r}: spec says shape {tuple(expected.shape)} (rollout of 3 "
+                f"steps), data has shape {tuple(got.shape)}."
+            )
+        if check_dtype and got.dtype != expected.dtype:
+            raise AssertionError(f"check_env_specs({name}): key {key!r}: spec dtype {expected.dtype}, data dtype {got.dtype}.")
+    _check_values(env, real, name)
+
+
+def _check_values(env, real: TensorDictBase, name: str) -> None:
+    batch_dims = real.batch_dims
+    checks = [
+        (env.full_observation_spec, ()),
+        (env.full_observation_spec, ("next",)),
+        (env.full_reward_spec, ("next",)),
+        (env.full_done_spec, ("next",)),
+        (env.full_done_spec, ()),
+        (env.full_action_spec, ()),
+    ]
+    for spec, prefix in checks:
+        for key, leaf in spec.items(include_nested=True, leaves_only=True):
+            full_key = prefix + ((key,) if isinstance(key, str) else tuple(key))
+            value = real.get(full_key if len(full_key) > 1 else full_key[0], None)
+            if value is None or not isinstance(value, torch.Tensor):
+                continue
+            # Move the time dim last among batch dims is unnecessary: check each step separately.
+            for t in range(value.shape[batch_dims - 1]):
+                step_value = value.select(batch_dims - 1, t)
+                if not leaf.is_in(step_value):
+                    raise AssertionError(
+                        f"check_env_specs({name}): key {full_key if len(full_key) > 1 else full_key[0]!r} at step {t} "
+                        f"is outside its spec {type(leaf).__name__}(shape={tuple(leaf.shape)}, dtype={leaf.dtype}): "
+                        f"got {_describe(step_value)}, min={_min(step_value)}, max={_max(step_value)}."
+                    )
+
+
+def _min(x: torch.Tensor):
+    return x.min().item() if x.numel() else None
+
+
+def _max(x: torch.Tensor):
+    return x.max().item() if x.numel() else None
+
+
+def check_env_specs(
+    env,
+    return_contiguous: bool | None = None,
+    check_dtype=True,
+    seed: int | None = None,
+    tensordict: TensorDictBase | None = None,
+    break_when_any_done: bool | Literal["both"] | None = None,
+) -> None:
+    """Checks an environment against its specs with a 3-step rollout.
+
+    Every entry the env produces must be declared in its specs (and every declared entry produced), with
+    the declared shape and dtype, and with values inside the declared space. The first discrepancy raises,
+    naming the key, the spec and the data.
+
+    Args:
+        env: the environment to check.
+        return_contiguous: forwarded to ``rollout``.
+        check_dtype: also compare dtypes.
+        seed: seed the env first (the global torch seed is restored afterwards).
+        tensordict: initial TensorDict (then the rollout starts without a reset).
+        break_when_any_done: forwarded to ``rollout``; ``"both"`` runs the check in both modes.
+
+    Raises:
+        AssertionError: naming the first offending key, what the spec says and what the data is.
+
+    Examples:
+        >>> from torchrl.envs import PendulumEnv, check_env_specs
+        >>> check_env_specs(PendulumEnv())
+    """
+    state = None
+    if seed is not None:
+        state = torch.get_rng_state()
+        env.set_seed(seed)
+    try:
+        modes = [True, False] if break_when_any_done == "both" else [break_when_any_done]
+        for mode in modes:
+            _check_once(
+                env,
+                return_contiguous=return_contiguous,
+                check_dtype=check_dtype,
+                tensordict=tensordict,
+                break_when_any_done=mode,
+            )
+    finally:
+        if state is not None:
+            torch.set_rng_state(state)

@@ -1,0 +1,128 @@
+"""The structure of an environment's done signals, derived once from its ``full_done_spec``.
+
+Done leaves come in *groups*: all leaves under one parent key (the root, or e.g. ``"agents"`` in a
+multi-agent env) share a shape and form one group, whose reset mask lives at ``parent + ("_reset",)``.
+Within a group, ``done`` must equal ``terminated | truncated``; environments may return only some of the
+three, and :meth:`DoneStructure.complete` fills in the rest the same way on every step.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import torch
+from tensordict import TensorDictBase
+from tensordict.utils import NestedKey
+
+from torchrl._td import fast_get, fast_set
+
+__all__ = ["DoneStructure", "as_tuple", "from_tuple"]
+
+DONE_NAMES = ("done", "terminated", "truncated")
+
+
+def as_tuple(key: NestedKey) -> tuple[str, ...]:
+    return (key,) if isinstance(key, str) else tuple(key)
+
+
+def from_tuple(key: tuple[str, ...]) -> NestedKey:
+    return key[0] if len(key) == 1 else key
+
+
+class _Group:
+    __slots__ = ("prefix", "done", "terminated", "truncated", "others", "reset_key", "shape")
+
+    def __init__(self, prefix: tuple[str, ...], names: dict[str, NestedKey], shape: torch.Size):
+        self.prefix = prefix
+        self.done = names.pop("done", None)
+        self.terminated = names.pop("terminated", None)
+        self.truncated = names.pop("truncated", None)
+        self.others = list(names.values())
+        self.reset_key = from_tuple(prefix + ("_reset",))
+        self.shape = shape
+
+    @property
+    def keys(self) -> list[NestedKey]:
+        return [k for k in (self.done, self.terminated, self.truncated) if k is not None] + self.others
+
+
+class DoneStructure:
+    """Done keys grouped by parent, their reset keys, and the rule that completes partial done outputs.
+
+    Args:
+        full_done_spec: a ``Composite`` whose leaves are the env's done signals.
+
+    Examples:
+        >>> import torch
+        >>> from torchrl.data import Categorical, Composite
+        >>> spec = Composite(done=Categorical(2, (1,), dtype=torch.bool), terminated=Categorical(2, (1,), dtype=torch.bool))
+        >>> ds = DoneStructure(spec)
+        >>> ds.done_keys, ds.reset_keys
+        (['done', 'terminated'], ['_reset'])
+    """
+
+    def __init__(self, full_done_spec) -> None:
+        groups: dict[tuple[str, ...], dict[str, NestedKey]] = {}
+        shapes: dict[tuple[str, ...], torch.Size] = {}
+        for key, leaf in full_done_spec.items(include_nested=True, leaves_only=True):
+            tkey = as_tuple(key)
+            groups.setdefault(tkey[:-1], {})[tkey[-1]] = from_tuple(tkey)
+            shapes.setdefault(tkey[:-1], leaf.shape)
+        self.groups = [_Group(prefix, names, shapes[prefix]) for prefix, names in groups.items()]
+        self.done_keys: list[NestedKey] = [k for g in self.groups for k in g.keys]
+        self.reset_keys: list[NestedKey] = [g.reset_key for g in self.groups]
+        self.done_keys_groups: list[list[NestedKey]] = [g.keys for g in self.groups]
+        # Groups that the env may return partially and that need completing.
+        self._completable = [g for g in self.groups if g.done is not None]
+
+    def complete(self, data: TensorDictBase) -> TensorDictBase:
+        """Fills missing ``done``/``terminated``/``truncated`` entries of ``data`` in place.
+
+        ``terminated`` defaults to ``done``; ``truncated`` to all-False; ``done`` to
+        ``terminated | truncated``.
+        """
+        for g in self._completable:
+            done = fast_get(data, g.done)
+            terminated = fast_get(data, g.terminated) if g.terminated is not None else None
+            truncated = fast_get(data, g.truncated) if g.truncated is not None else None
+            if done is None:
+                if terminated is None and truncated is None:
+                    continue
+                done = terminated if truncated is None else (truncated if terminated is None else terminated | truncated)
+                fast_set(data, g.done, done)
+            if g.terminated is not None and terminated is None:
+                fast_set(data, g.terminated, done if truncated is None else done & ~truncated)
+            if g.truncated is not None and truncated is None:
+                fast_set(data, g.truncated, torch.zeros_like(done))
+        return data
+
+    def reset_masks(self, data: TensorDictBase) -> list[tuple[NestedKey, torch.Tensor | None]]:
+        """``[(reset_key, mask)]``: per group, which sub-environments are finished (``None`` if no entry).
+
+        ``done`` alone decides when present (it covers ``terminated | truncated`` once completed).
+        """
+        out = []
+        for g in self.groups:
+            mask = fast_get(data, g.done) if g.done is not None else None
+            if mask is None:
+                for key in g.keys:
+                    value = fast_get(data, key)
+                    if value is not None:
+                        mask = value if mask is None else mask | value
+            out.append((g.reset_key, mask))
+        return out
+
+    def any_done(self, data: TensorDictBase, *, write_reset: bool = True) -> bool:
+        """Whether any done signal in ``data`` is set; writes the ``_reset`` masks when ``write_reset``."""
+        found = False
+        for reset_key, mask in self.reset_masks(data):
+            if mask is None:
+                continue
+            if mask.any():
+                found = True
+                if write_reset:
+                    data.set(reset_key, mask)
+        return found
+
+
+def prefixes(keys: Iterable[NestedKey]) -> set[tuple[str, ...]]:
+    return {as_tuple(k)[:-1] for k in keys}

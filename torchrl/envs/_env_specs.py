@@ -1,0 +1,380 @@
+"""Spec bookkeeping for :class:`~torchrl.envs.EnvBase`: the input/output spec tree, its views and keys.
+
+An environment holds two Composites shaped like its batch:
+
+- ``output_spec``: ``full_observation_spec``, ``full_reward_spec``, ``full_done_spec``;
+- ``input_spec``: ``full_action_spec``, ``full_state_spec``.
+
+Everything else (``action_spec``, ``done_keys``, ``reset_keys``, ...) is a view derived from them. While the
+specs are locked (the default once ``__init__`` returns) the derived views are computed once and cached;
+unlocked, they are recomputed on every access so that in-place edits are always seen.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict.utils import NestedKey
+
+from torchrl.data.tensor_specs import Categorical, Composite, TensorSpec, Unbounded
+from torchrl.envs._done import DoneStructure
+
+__all__ = ["EnvSpecsMixin"]
+
+_OUTPUT_PARTS = ("full_observation_spec", "full_reward_spec", "full_done_spec")
+_INPUT_PARTS = ("full_action_spec", "full_state_spec")
+
+
+def _leaf_keys(spec: Composite) -> list[NestedKey]:
+    return list(spec.keys(include_nested=True, leaves_only=True))
+
+
+class EnvSpecsMixin:
+    """Spec storage, setters with validation, and cached derived views. Mixed into ``EnvBase`` only."""
+
+    # -- storage ---------------------------------------------------------------------------------
+    def _init_specs(self) -> None:
+        shape, device = self.batch_size, self.device
+        d = self.__dict__
+        d["_output_spec"] = Composite(
+            full_observation_spec=Composite(shape=shape, device=device),
+            full_reward_spec=Composite(shape=shape, device=device),
+            full_done_spec=Composite(shape=shape, device=device),
+            shape=shape,
+            device=device,
+        )
+        d["_input_spec"] = Composite(
+            full_action_spec=Composite(shape=shape, device=device),
+            full_state_spec=Composite(shape=shape, device=device),
+            shape=shape,
+            device=device,
+        )
+        d["_spec_cache"] = {}
+        d["_specs_locked"] = False
+
+    def _cached(self, name: str, compute) -> Any:
+        if not self.__dict__.get("_specs_locked", False):
+            return compute()
+        cache = self.__dict__["_spec_cache"]
+        value = cache.get(name)
+        if value is None:
+            value = cache[name] = compute()
+        return value
+
+    def _invalidate_spec_cache(self) -> None:
+        self.__dict__["_spec_cache"] = {}
+
+    def _check_unlocked(self, what: str) -> None:
+        if self.__dict__.get("_specs_locked", False):
+            raise RuntimeError(
+                f"{type(self).__name__}: cannot set {what}: the env's specs are locked. Call "
+                f"env.set_spec_lock_(False) first, or build the env with spec_locked=False."
+            )
+
+    # -- locking ---------------------------------------------------------------------------------
+    @property
+    def is_spec_locked(self) -> bool:
+        return self.__dict__.get("_specs_locked", False)
+
+    def set_spec_lock_(self, mode: bool = True):
+        """Locks (or unlocks) the input and output specs; returns the env."""
+        for spec in (self.__dict__["_input_spec"], self.__dict__["_output_spec"]):
+            if mode:
+                spec.lock_(recurse=True)
+            else:
+                spec.unlock_(recurse=True)
+        self.__dict__["_specs_locked"] = bool(mode)
+        self._invalidate_spec_cache()
+        return self
+
+    # -- the two roots ---------------------------------------------------------------------------
+    @property
+    def output_spec(self) -> Composite:
+        return self.__dict__["_output_spec"]
+
+    @output_spec.setter
+    def output_spec(self, value: Composite) -> None:
+        self._check_unlocked("output_spec")
+        self.__dict__["_output_spec"] = self._conform(value, "output_spec")
+        self._invalidate_spec_cache()
+
+    @property
+    def input_spec(self) -> Composite:
+        return self.__dict__["_input_spec"]
+
+    @input_spec.setter
+    def input_spec(self, value: Composite) -> None:
+        self._check_unlocked("input_spec")
+        self.__dict__["_input_spec"] = self._conform(value, "input_spec")
+        self._invalidate_spec_cache()
+
+    @property
+    def specs(self) -> Composite:
+        """``Composite(output_spec=..., input_spec=...)`` (a fresh container around the live specs)."""
+        return Composite(output_spec=self.output_spec, input_spec=self.input_spec, shape=self.batch_size, device=self.device)
+
+    def _conform(self, spec: TensorSpec, what: str) -> TensorSpec:
+        """Checks that ``spec`` leads with the env's batch size and casts it to the env's device."""
+        batch = self.batch_size
+        if tuple(spec.shape[: len(batch)]) != tuple(batch):
+            raise ValueError(
+                f"{type(self).__name__}: {what} has shape {spec.shape}, which does not start with the env's "
+                f"batch_size {batch}. Build it with shape=(*env.batch_size, ...)."
+            )
+        device = self.device
+        if device is not None and spec.device != device:
+            spec = spec.to(device)
+        return spec
+
+    def _set_part(self, root: str, part: str, value: TensorSpec, wrap_key: str | None) -> None:
+        self._check_unlocked(part[5:] if part.startswith("full_") else part)
+        if not isinstance(value, Composite):
+            if wrap_key is None:
+                raise TypeError(f"{type(self).__name__}: {part} must be a Composite, got {type(value).__name__}.")
+            value = self._conform(value, f"{wrap_key}_spec")
+            value = Composite({wrap_key: value}, shape=self.batch_size, device=self.device)
+        value = self._conform(value, part)
+        if tuple(value.shape) != tuple(self.batch_size):
+            # A Composite longer than the batch (e.g. shape (*batch, n_agents)) is re-rooted at the batch
+            # shape; its entries keep their own, longer shapes.
+            value = Composite(dict(value.items()), shape=self.batch_size, device=self.device)
+        self.__dict__[root][part] = value
+        self._invalidate_spec_cache()
+
+    # -- full specs --------------------------------------------------------------------------------
+    @property
+    def full_observation_spec(self) -> Composite:
+        return self._cached("full_observation_spec", lambda: self.output_spec["full_observation_spec"])
+
+    @full_observation_spec.setter
+    def full_observation_spec(self, value: Composite) -> None:
+        self._set_part("_output_spec", "full_observation_spec", value, "observation")
+
+    @property
+    def full_reward_spec(self) -> Composite:
+        return self._cached("full_reward_spec", lambda: self.output_spec["full_reward_spec"])
+
+    @full_reward_spec.setter
+    def full_reward_spec(self, value: Composite) -> None:
+        self._set_part("_output_spec", "full_reward_spec", value, "reward")
+
+    @property
+    def full_done_spec(self) -> Composite:
+        return self._cached("full_done_spec", lambda: self.output_spec["full_done_spec"])
+
+    @full_done_spec.setter
+    def full_done_spec(self, value: Composite) -> None:
+        self._set_part("_output_spec", "full_done_spec", value, "done")
+
+    @property
+    def full_action_spec(self) -> Composite:
+        return self._cached("full_action_spec", lambda: self.input_spec["full_action_spec"])
+
+    @full_action_spec.setter
+    def full_action_spec(self, value: Composite) -> None:
+        self._set_part("_input_spec", "full_action_spec", value, "action")
+
+    @property
+    def full_state_spec(self) -> Composite:
+        return self._cached("full_state_spec", lambda: self.input_spec["full_state_spec"])
+
+    @full_state_spec.setter
+    def full_state_spec(self, value: Composite) -> None:
+        self._set_part("_input_spec", "full_state_spec", value, None)
+
+    # -- convenience views: a single leaf when there is one, else the full Composite -----------------
+    @staticmethod
+    def _single_or_full(full: Composite) -> TensorSpec:
+        keys = _leaf_keys(full)
+        return full[keys[0]] if len(keys) == 1 else full
+
+    @property
+    def observation_spec(self) -> Composite:
+        return self.full_observation_spec
+
+    @observation_spec.setter
+    def observation_spec(self, value: TensorSpec) -> None:
+        self.full_observation_spec = value
+
+    @property
+    def state_spec(self) -> Composite:
+        return self.full_state_spec
+
+    @state_spec.setter
+    def state_spec(self, value: Composite) -> None:
+        self.full_state_spec = value
+
+    @property
+    def action_spec(self) -> TensorSpec:
+        return self._cached("action_spec", lambda: self._single_or_full(self.full_action_spec))
+
+    @action_spec.setter
+    def action_spec(self, value: TensorSpec) -> None:
+        self.full_action_spec = value
+
+    @property
+    def reward_spec(self) -> TensorSpec:
+        return self._cached("reward_spec", lambda: self._single_or_full(self.full_reward_spec))
+
+    @reward_spec.setter
+    def reward_spec(self, value: TensorSpec) -> None:
+        self.full_reward_spec = value
+
+    @property
+    def done_spec(self) -> TensorSpec:
+        return self._cached("done_spec", lambda: self._single_or_full(self.full_done_spec))
+
+    @done_spec.setter
+    def done_spec(self, value: TensorSpec) -> None:
+        self.full_done_spec = value
+        self._complete_done_spec()
+
+    # -- unbatched views ------------------------------------------------------------------------------
+    def _unbatched(self, spec: TensorSpec) -> TensorSpec:
+        n = len(self.batch_size)
+        return spec[(0,) * n] if n else spec
+
+    @property
+    def output_spec_unbatched(self) -> Composite:
+        return self._unbatched(self.output_spec)
+
+    @property
+    def input_spec_unbatched(self) -> Composite:
+        return self._unbatched(self.input_spec)
+
+    @property
+    def full_observation_spec_unbatched(self) -> Composite:
+        return self._unbatched(self.full_observation_spec)
+
+    @property
+    def full_reward_spec_unbatched(self) -> Composite:
+        return self._unbatched(self.full_reward_spec)
+
+    @property
+    def full_done_spec_unbatched(self) -> Composite:
+        return self._unbatched(self.full_done_spec)
+
+    @property
+    def full_action_spec_unbatched(self) -> Composite:
+        return self._unbatched(self.full_action_spec)
+
+    @property
+    def full_state_spec_unbatched(self) -> Composite:
+        return self._unbatched(self.full_state_spec)
+
+    @property
+    def observation_spec_unbatched(self) -> Composite:
+        return self._unbatched(self.observation_spec)
+
+    @property
+    def state_spec_unbatched(self) -> Composite:
+        return self._unbatched(self.state_spec)
+
+    @property
+    def action_spec_unbatched(self) -> TensorSpec:
+        return self._unbatched(self.action_spec)
+
+    @property
+    def reward_spec_unbatched(self) -> TensorSpec:
+        return self._unbatched(self.reward_spec)
+
+    @property
+    def done_spec_unbatched(self) -> TensorSpec:
+        return self._unbatched(self.done_spec)
+
+    # -- keys ------------------------------------------------------------------------------------------
+    @property
+    def action_keys(self) -> list[NestedKey]:
+        return self._cached("action_keys", lambda: _leaf_keys(self.full_action_spec))
+
+    @property
+    def reward_keys(self) -> list[NestedKey]:
+        return self._cached("reward_keys", lambda: _leaf_keys(self.full_reward_spec))
+
+    @property
+    def observation_keys(self) -> list[NestedKey]:
+        return self._cached("observation_keys", lambda: _leaf_keys(self.full_observation_spec))
+
+    @property
+    def state_keys(self) -> list[NestedKey]:
+        return self._cached("state_keys", lambda: _leaf_keys(self.full_state_spec))
+
+    @property
+    def done_structure(self) -> DoneStructure:
+        """Done keys grouped by parent, with their reset keys (see :class:`~torchrl.envs._done.DoneStructure`)."""
+        return self._cached("done_structure", lambda: DoneStructure(self.full_done_spec))
+
+    @property
+    def done_keys(self) -> list[NestedKey]:
+        return self.done_structure.done_keys
+
+    @property
+    def done_keys_groups(self) -> list[list[NestedKey]]:
+        return self.done_structure.done_keys_groups
+
+    @property
+    def reset_keys(self) -> list[NestedKey]:
+        return self.done_structure.reset_keys
+
+    def _single_key(self, keys: list[NestedKey], what: str) -> NestedKey:
+        if len(keys) != 1:
+            raise KeyError(
+                f"{type(self).__name__}.{what}_key: the env has {len(keys)} {what} keys ({keys}); use "
+                f"env.{what}_keys instead."
+            )
+        return keys[0]
+
+    @property
+    def action_key(self) -> NestedKey:
+        return self._single_key(self.action_keys, "action")
+
+    @property
+    def reward_key(self) -> NestedKey:
+        return self._single_key(self.reward_keys, "reward")
+
+    @property
+    def done_key(self) -> NestedKey:
+        return self._single_key([k for k in self.done_keys if (k if isinstance(k, str) else k[-1]) == "done"], "done")
+
+    # -- defaults filled after the subclass's __init__ ------------------------------------------------------
+    def _default_bool_spec(self, shape: torch.Size) -> Categorical:
+        return Categorical(2, shape=shape, dtype=torch.bool, device=self.device)
+
+    def _complete_done_spec(self) -> None:
+        """Ensures every done group has ``done`` and ``terminated`` (TorchRL's invariant)."""
+        full = self.__dict__["_output_spec"]["full_done_spec"]
+        if not _leaf_keys(full):
+            shape = (*self.batch_size, 1)
+            full["done"] = self._default_bool_spec(shape)
+            full["terminated"] = self._default_bool_spec(shape)
+        else:
+            for group in DoneStructure(full).groups:
+                prefix = group.prefix
+                if group.done is None:
+                    ref = full[group.keys[0]]
+                    full[prefix + ("done",) if prefix else "done"] = ref.clone()
+                if group.terminated is None:
+                    ref = full[prefix + ("done",) if prefix else "done"]
+                    full[prefix + ("terminated",) if prefix else "terminated"] = ref.clone()
+        self._invalidate_spec_cache()
+
+    def _complete_specs(self) -> None:
+        out = self.__dict__["_output_spec"]
+        if not _leaf_keys(out["full_reward_spec"]):
+            out["full_reward_spec"]["reward"] = Unbounded(shape=(*self.batch_size, 1), device=self.device)
+        self._complete_done_spec()
+
+    def add_truncated_keys(self):
+        """Adds a ``truncated`` entry next to every ``done`` entry of the done spec; returns the env."""
+        locked = self.is_spec_locked
+        if locked:
+            self.set_spec_lock_(False)
+        full = self.__dict__["_output_spec"]["full_done_spec"]
+        for group in DoneStructure(full).groups:
+            if group.truncated is None:
+                prefix = group.prefix
+                full[prefix + ("truncated",) if prefix else "truncated"] = full[group.done].clone()
+        self._invalidate_spec_cache()
+        if locked:
+            self.set_spec_lock_(True)
+        return self

@@ -1,0 +1,171 @@
+"""``EnvBase.rollout``: step an env with a policy and stack the steps along a new (last) batch dim.
+
+The loop keeps per-step work minimal: one policy call, one ``step`` (which writes ``"next"`` in place),
+one done check and one ``step_mdp``; the per-step TensorDicts are stacked once at the end.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import torch
+from tensordict import LazyStackedTensorDict, TensorDictBase
+
+from torchrl._td import fast_get, stack_tds
+
+__all__ = ["rollout"]
+
+
+def _policy_device(policy) -> torch.device | None:
+    params = getattr(policy, "parameters", None)
+    if params is None:
+        return None
+    for p in params():
+        return p.device
+    return None
+
+
+def _resolve_breaks(break_when_any_done: bool | None, break_when_all_done: bool | None) -> tuple[bool, bool]:
+    if break_when_any_done and break_when_all_done:
+        raise ValueError("rollout: break_when_any_done and break_when_all_done cannot both be True.")
+    if break_when_any_done is None:
+        break_when_any_done = not break_when_all_done
+    return bool(break_when_any_done), bool(break_when_all_done)
+
+
+def _action_writer(env, actions: Iterable[Any]) -> Callable[[TensorDictBase], TensorDictBase]:
+    iterator = iter(actions)
+    keys = env.action_keys
+
+    def write(td: TensorDictBase) -> TensorDictBase:
+        try:
+            action = next(iterator)
+        except StopIteration:
+            raise ValueError("rollout: `actions` ran out before max_steps; pass at least max_steps actions.") from None
+        if isinstance(action, TensorDictBase):
+            return td.update(action)
+        if len(keys) != 1:
+            raise ValueError(f"rollout: the env has several action keys {keys}; pass actions as TensorDicts.")
+        if not isinstance(action, torch.Tensor):
+            action = torch.as_tensor(action)
+        return td.set(keys[0], action)
+
+    return write
+
+
+def _done_keys_for_break(env) -> list:
+    return [g.done for g in env.done_structure.groups if g.done is not None]
+
+
+def rollout(
+    env,
+    max_steps: int,
+    policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
+    callback: Callable[..., Any] | None = None,
+    *,
+    actions: Iterable[Any] | None = None,
+    auto_reset: bool = True,
+    auto_cast_to_device: bool = False,
+    break_when_any_done: bool | None = None,
+    break_when_all_done: bool | None = None,
+    return_contiguous: bool | None = None,
+    tensordict: TensorDictBase | None = None,
+    set_truncated: bool = False,
+    out: TensorDictBase | None = None,
+    trust_policy: bool = False,
+    storing_device: torch.device | str | None = None,
+) -> TensorDictBase:
+    """See :meth:`torchrl.envs.EnvBase.rollout`."""
+    if max_steps < 1:
+        raise ValueError(f"rollout: max_steps must be >= 1, got {max_steps}.")
+    if policy is not None and actions is not None:
+        raise ValueError("rollout: pass either a policy or actions, not both.")
+    any_done, all_done = _resolve_breaks(break_when_any_done, break_when_all_done)
+
+    if auto_reset:
+        td = env.reset(tensordict)
+    else:
+        if tensordict is None:
+            raise ValueError("rollout: auto_reset=False requires an initial `tensordict`.")
+        td = env.maybe_reset(tensordict)
+
+    if actions is not None:
+        act = _action_writer(env, actions)
+    elif policy is None:
+        act = env.rand_action
+    elif auto_cast_to_device:
+        policy_device = _policy_device(policy)
+        env_device = env.device
+
+        def act(data: TensorDictBase) -> TensorDictBase:
+            if policy_device is not None:
+                data = data.to(policy_device)
+            result = policy(data)
+            data = data if result is None else result
+            return data.to(env_device) if env_device is not None else data
+
+    else:
+
+        def act(data: TensorDictBase) -> TensorDictBase:
+            result = policy(data)
+            return data if result is None else result
+
+    done_keys = _done_keys_for_break(env)
+    steps: list[TensorDictBase] = []
+    finished = None
+    for i in range(max_steps):
+        td = act(td)
+        if any_done:
+            td = env.step(td)
+            steps.append(td)
+            if callback is not None:
+                callback(env, td)
+            nxt = fast_get(td, "next")
+            stop = False
+            for key in done_keys:
+                done = fast_get(nxt, key)
+                if done is not None and done.any():
+                    stop = True
+                    break
+            if stop:
+                break
+            if i + 1 < max_steps:
+                td = env.step_mdp(td)
+        else:
+            td, next_td = env.step_and_maybe_reset(td)
+            steps.append(td)
+            if callback is not None:
+                callback(env, td)
+            if all_done:
+                done = td.get("next").get(done_keys[0]) if done_keys else None
+                if done is not None:
+                    finished = done.clone() if finished is None else finished | done
+                    if bool(finished.all()):
+                        break
+            td = next_td
+
+    if set_truncated:
+        _set_truncated(env, steps[-1])
+    batch_dim = steps[0].batch_dims
+    if return_contiguous is False:
+        result = LazyStackedTensorDict.lazy_stack(steps, batch_dim)
+    elif out is not None:
+        result = torch.stack(steps, batch_dim, out=out)
+    else:
+        result = stack_tds(steps, batch_dim)
+    if storing_device is not None:
+        result = result.to(storing_device)
+    return result
+
+
+def _set_truncated(env, last: TensorDictBase) -> None:
+    nxt = last.get("next")
+    for group in env.done_structure.groups:
+        if group.truncated is None:
+            raise RuntimeError(
+                f"rollout(set_truncated=True): the env has no 'truncated' entry next to {group.done!r}; "
+                f"call env.add_truncated_keys() first."
+            )
+        done = nxt.get(group.done)
+        truncated = nxt.get(group.truncated) | ~done
+        nxt.set(group.truncated, truncated)
+        nxt.set(group.done, done | truncated)

@@ -1,0 +1,66 @@
+"""Moving a step's ``"next"`` data to the root: the generic rule and a fast path for plain TensorDicts."""
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDict, TensorDictBase, is_tensor_collection
+
+from torchrl._td import new_td
+
+__all__ = ["merge_missing", "fast_step_mdp"]
+
+
+def merge_missing(dest: TensorDictBase, src: TensorDictBase, exclude: set[tuple[str, ...]], prefix: tuple[str, ...]) -> None:
+    """Copies (by reference) entries of ``src`` absent from ``dest``, recursing into shared sub-tds."""
+    for key, value in src.items():
+        full = prefix + (key,)
+        if full in exclude or (not prefix and key == "next"):
+            continue
+        existing = dest.get(key, None)
+        if existing is None:
+            if is_tensor_collection(value) and any(e[: len(full)] == full for e in exclude):
+                sub = value.empty()
+                merge_missing(sub, value, exclude, full)
+                if not sub.is_empty():
+                    dest.set(key, sub)
+            else:
+                dest.set(key, value)
+        elif is_tensor_collection(existing) and is_tensor_collection(value):
+            merge_missing(existing, value, exclude, full)
+
+
+def _structure_copy(sub: TensorDict, extra: TensorDict | None) -> TensorDict:
+    """A new TensorDict structure over ``sub``'s tensors, plus ``extra``'s entries that ``sub`` lacks."""
+    entries = {}
+    for k, v in sub._tensordict.items():
+        if type(v) is TensorDict:
+            other = extra._tensordict.get(k) if type(extra) is TensorDict else None
+            v = _structure_copy(v, other if type(other) is TensorDict else None)
+        entries[k] = v
+    if extra is not None and extra is not sub:
+        for k, v in extra._tensordict.items():
+            if k not in entries:
+                entries[k] = _structure_copy(v, None) if type(v) is TensorDict else v
+    return new_td(entries, sub.batch_size)
+
+
+def fast_step_mdp(root: TensorDict, nxt: TensorDict, drop_next: frozenset, drop_root: frozenset) -> TensorDict:
+    """``step_mdp`` for plain TensorDicts whose excluded keys are all top-level strings.
+
+    Entries of ``nxt`` (minus ``drop_next``) win; the root's other entries (minus ``drop_root`` and
+    ``"next"``) are carried over; nested TensorDicts get fresh structures so that later writes into one
+    step's data never alter another step's.
+    """
+    root_entries = root._tensordict
+    out = {}
+    for k, v in nxt._tensordict.items():
+        if k in drop_next:
+            continue
+        if type(v) is TensorDict:
+            other = root_entries.get(k)
+            v = _structure_copy(v, other if type(other) is TensorDict else None)
+        out[k] = v
+    for k, v in root_entries.items():
+        if k in out or k in drop_root or k == "next":
+            continue
+        out[k] = _structure_copy(v, None) if type(v) is TensorDict else v
+    return new_td(out, nxt.batch_size, nxt.device)

@@ -1,0 +1,608 @@
+"""``EnvBase``: the environment contract (specs, reset, step, rollout) that every TorchRL env follows.
+
+A subclass sets its specs in ``__init__`` and implements three methods:
+
+- ``_reset(tensordict | None, **kwargs) -> TensorDict``: initial observations (and state) for the whole
+  batch; when the input carries ``"_reset"`` masks only those sub-environments restart, the others
+  report their current values.
+- ``_step(tensordict) -> TensorDict``: reads actions (and state) and returns the *next* observations,
+  rewards and done signals (``done`` alone is enough: ``terminated``/``truncated`` are completed).
+- ``_set_seed(seed)``.
+
+The public methods wrap these with the checks and completions that make every env behave the same.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from tensordict.utils import NestedKey
+from torch import nn
+
+from torchrl._td import fast_get, fast_set
+from torchrl.data.tensor_specs import Composite
+from torchrl.envs._check_env import check_env_specs
+from torchrl.envs._step_mdp import fast_step_mdp, merge_missing
+from torchrl.envs._env_specs import EnvSpecsMixin
+from torchrl.envs._rollout import rollout as _rollout
+from torchrl.envs._seeding import next_seed
+
+__all__ = ["EnvBase", "EnvMetaclass", "register_env_hook"]
+
+# Wrappers that EnvBase hands construction-time options to (``auto_reset=True``, ``policy=...``). They
+# live with the transforms, which come after this module in the import order, and register themselves.
+_HOOKS: dict[str, Callable] = {}
+
+
+def register_env_hook(name: str, fn: Callable) -> None:
+    """Registers a construction hook (``"auto_reset"`` or ``"policy"``) taking ``(env, **options)``."""
+    _HOOKS[name] = fn
+
+
+class EnvMetaclass(type):
+    """Runs after any ``EnvBase`` subclass's ``__init__``: completes and locks specs, applies wrappers.
+
+    ``spec_locked``, ``auto_reset`` (with ``auto_reset_replace``) and ``policy`` are construction options
+    of every env that never reach the subclass's ``__init__``.
+    """
+
+    def __call__(cls, *args: Any, **kwargs: Any):
+        spec_locked = kwargs.pop("spec_locked", True)
+        auto_reset = kwargs.pop("auto_reset", False)
+        auto_reset_replace = kwargs.pop("auto_reset_replace", None)
+        policy = kwargs.pop("policy", None)
+        env = super().__call__(*args, **kwargs)
+        env._post_init(spec_locked=spec_locked)
+        if auto_reset:
+            env = _require_hook("auto_reset")(env, replace=auto_reset_replace)
+        if policy is not None:
+            env = _require_hook("policy")(env, policy=policy)
+        return env
+
+
+def _require_hook(name: str) -> Callable:
+    hook = _HOOKS.get(name)
+    if hook is None:
+        raise RuntimeError(f"EnvBase: the {name!r} option needs torchrl.envs.transforms, which is not loaded.")
+    return hook
+
+
+class EnvBase(EnvSpecsMixin, nn.Module, metaclass=EnvMetaclass):
+    """Abstract environment: TensorDict in, TensorDict out, shapes and types described by specs.
+
+    Keyword Args:
+        device: where inputs and outputs live (``None``: device-less).
+        batch_size: leading dims shared by every entry (a batch of independent sub-environments).
+        run_type_checks: check every step's data against the specs (slow; for debugging).
+        allow_done_after_reset: do not raise when an env reports done right after a reset.
+        spec_locked: lock the specs once ``__init__`` returns (default True).
+        auto_reset: the env resets itself on done (returns an auto-resetting ``TransformedEnv``).
+        policy: a policy whose needs (``InitTracker``, recurrent-state primers) are added as transforms.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from torchrl.data import Bounded, Composite, Unbounded
+        >>> from torchrl.envs import EnvBase
+        >>> class Counter(EnvBase):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.observation_spec = Composite(count=Unbounded((1,)))
+        ...         self.action_spec = Bounded(0, 1, shape=(1,))
+        ...     def _reset(self, td, **kwargs):
+        ...         return TensorDict(count=torch.zeros(1))
+        ...     def _step(self, td):
+        ...         count = td["count"] + td["action"]
+        ...         return TensorDict(count=count, reward=count, done=count > 2)
+        ...     def _set_seed(self, seed):
+        ...         torch.manual_seed(seed)
+        >>> env = Counter()
+        >>> env.rollout(10).batch_size[0] <= 10
+        True
+    """
+
+    _batch_locked: bool = True
+
+    def __init__(
+        self,
+        *,
+        device: torch.device | str | int | None = None,
+        batch_size: torch.Size | Iterable[int] | int | None = None,
+        run_type_checks: bool = False,
+        allow_done_after_reset: bool = False,
+    ) -> None:
+        super().__init__()
+        if batch_size is None:
+            batch_size = torch.Size([])
+        elif isinstance(batch_size, int):
+            batch_size = torch.Size([batch_size])
+        d = self.__dict__
+        d["_batch_size"] = torch.Size(batch_size)
+        d["_device"] = torch.device(device) if device is not None else None
+        d["_run_type_checks"] = bool(run_type_checks)
+        d["_allow_done_after_reset"] = bool(allow_done_after_reset)
+        d["_closed"] = False
+        d["_collector"] = None
+        self._init_specs()
+
+    def _post_init(self, *, spec_locked: bool) -> None:
+        self._complete_specs()
+        if spec_locked:
+            self.set_spec_lock_(True)
+
+    # -- basic attributes ----------------------------------------------------------------------------
+    @property
+    def batch_size(self) -> torch.Size:
+        return self.__dict__["_batch_size"]
+
+    @batch_size.setter
+    def batch_size(self, value) -> None:
+        value = torch.Size([value] if isinstance(value, int) else value)
+        self._check_unlocked("batch_size")
+        d = self.__dict__
+        old_out, old_in = d["_output_spec"], d["_input_spec"]
+        d["_batch_size"] = value
+        self._init_specs()
+        for old, root in ((old_out, "_output_spec"), (old_in, "_input_spec")):
+            for part, sub in old.items():
+                if len(list(sub.keys())):
+                    d[root][part] = self._conform(Composite(dict(sub.items()), shape=value, device=self.device), part)
+
+    @property
+    def device(self) -> torch.device | None:
+        return self.__dict__["_device"]
+
+    @property
+    def batch_locked(self) -> bool:
+        """Whether the env only accepts TensorDicts whose batch size is exactly ``env.batch_size``."""
+        return self.__dict__.get("_batch_locked_value", type(self)._batch_locked)
+
+    @batch_locked.setter
+    def batch_locked(self, value: bool) -> None:
+        self.__dict__["_batch_locked_value"] = bool(value)
+
+    @property
+    def run_type_checks(self) -> bool:
+        return self.__dict__["_run_type_checks"]
+
+    @run_type_checks.setter
+    def run_type_checks(self, value: bool) -> None:
+        self.__dict__["_run_type_checks"] = bool(value)
+
+    @property
+    def shape(self) -> torch.Size:
+        return self.batch_size
+
+    @property
+    def batch_dims(self) -> int:
+        return len(self.batch_size)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.batch_size)
+
+    def ndimension(self) -> int:
+        return len(self.batch_size)
+
+    def numel(self) -> int:
+        return self.batch_size.numel()
+
+    @property
+    def is_closed(self) -> bool:
+        return self.__dict__.get("_closed", False)
+
+    # -- subclass contract ------------------------------------------------------------------------------
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise NotImplementedError(f"{type(self).__name__} must implement _step(tensordict).")
+
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
+        raise NotImplementedError(f"{type(self).__name__} must implement _reset(tensordict, **kwargs).")
+
+    def _set_seed(self, seed: int | None) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must implement _set_seed(seed).")
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(
+            f"{type(self).__name__}: environments are not called like modules; use env.reset(), env.step(td) "
+            f"or env.rollout(n)."
+        )
+
+    # -- checks shared by step and reset ----------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.__dict__.get("_closed", False):
+            raise RuntimeError(f"{type(self).__name__} is closed; create a new env (or call env.start() for batched envs).")
+
+    def _check_batch(self, tensordict: TensorDictBase, where: str) -> None:
+        if self.batch_locked and tensordict.batch_size != self.batch_size:
+            raise RuntimeError(
+                f"{type(self).__name__}.{where}: the tensordict has batch_size {tensordict.batch_size} but the env's "
+                f"batch_size is {self.batch_size} (this env is batch-locked)."
+            )
+
+    def _action_checks(self) -> list[tuple[NestedKey, torch.Size]]:
+        """``[(action key, event shape)]``: the trailing shape every action must have."""
+
+        def compute():
+            n = len(self.batch_size)
+            return [(k, leaf.shape[n:]) for k, leaf in self.full_action_spec.items(True, True)]
+
+        return self._cached("_action_checks", compute)
+
+    def _check_actions(self, tensordict: TensorDictBase) -> None:
+        batch = tensordict.batch_size
+        for key, event_shape in self._action_checks():
+            action = fast_get(tensordict, key)
+            if action is None:
+                raise KeyError(
+                    f"{type(self).__name__}.step: action key {key!r} not found in the tensordict; keys present: "
+                    f"{sorted(map(str, tensordict.keys(include_nested=True, leaves_only=True)))}. Write the action "
+                    f"(e.g. with a policy or env.rand_action(td)) before calling step."
+                )
+            shape = getattr(action, "shape", None)
+            if shape is not None and shape != batch + event_shape:
+                raise ValueError(
+                    f"{type(self).__name__}.step: action {key!r} has shape {tuple(shape)}, expected "
+                    f"{tuple(batch + event_shape)} (batch {tuple(batch)} + action shape {tuple(event_shape)})."
+                )
+
+    def _type_check(self, data: TensorDictBase, spec: Composite, where: str, prefix: tuple = ()) -> None:
+        n = len(self.batch_size)
+        for key, leaf in spec.items(True, True):
+            full = prefix + ((key,) if isinstance(key, str) else tuple(key))
+            value = data.get(full if len(full) > 1 else full[0], None)
+            if value is None or not isinstance(value, torch.Tensor):
+                continue
+            if value.dtype != leaf.dtype:
+                raise ValueError(
+                    f"{type(self).__name__}.{where}: {full!r} has dtype {value.dtype}, spec expects {leaf.dtype}."
+                )
+            if not leaf.is_in(value if n or value.shape == leaf.shape else value.reshape(-1, *leaf.shape)[0]):
+                raise ValueError(
+                    f"{type(self).__name__}.{where}: {full!r} is outside its spec {type(leaf).__name__}: "
+                    f"got shape {tuple(value.shape)}, min {value.min().item() if value.numel() else None}, "
+                    f"max {value.max().item() if value.numel() else None}."
+                )
+
+    # -- step -------------------------------------------------------------------------------------------
+    def step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Runs one step: reads the actions in ``tensordict``, writes the outcome under ``"next"``.
+
+        Returns:
+            ``tensordict`` itself, with a ``"next"`` entry holding the next observations, rewards and
+            ``done``/``terminated``/``truncated``.
+
+        Raises:
+            KeyError: an action is missing (the message lists the keys present).
+            ValueError: an action has the wrong shape (or, with ``run_type_checks``, dtype/values).
+            RuntimeError: the batch size does not match a batch-locked env, or the env is closed.
+        """
+        d = self.__dict__
+        if d["_closed"]:
+            self._check_open()
+        if tensordict.batch_size != d["_batch_size"]:
+            self._check_batch(tensordict, "step")
+        self._check_actions(tensordict)
+        if d["_run_type_checks"]:
+            self._type_check(tensordict, self.full_action_spec, "step")
+        next_td = self._step_output(tensordict)
+        if next_td.batch_size == tensordict.batch_size:
+            fast_set(tensordict, "next", next_td)
+        else:
+            tensordict.set("next", next_td)
+        return tensordict
+
+    def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """``_step`` plus the completions every env gets (done siblings, reward/done shapes)."""
+        next_td = self._step(tensordict)
+        if not isinstance(next_td, TensorDictBase):
+            raise TypeError(f"{type(self).__name__}._step must return a TensorDict, got {type(next_td).__name__}.")
+        self._fix_shapes(next_td)
+        self.done_structure.complete(next_td)
+        if self.__dict__["_run_type_checks"]:
+            self._type_check(next_td, self.full_observation_spec, "step")
+            self._type_check(next_td, self.full_reward_spec, "step")
+            self._type_check(next_td, self.full_done_spec, "step")
+        return next_td
+
+    def _reward_done_shapes(self) -> list[tuple[NestedKey, torch.Size]]:
+        def compute():
+            n = len(self.batch_size)
+            out = [(k, s.shape[n:]) for k, s in self.full_reward_spec.items(True, True)]
+            out += [(k, s.shape[n:]) for k, s in self.full_done_spec.items(True, True)]
+            return out
+
+        return self._cached("_reward_done_shapes", compute)
+
+    def _fix_shapes(self, next_td: TensorDictBase) -> None:
+        """Reshapes rewards/dones returned without their trailing singleton dim (e.g. ``[B]`` for ``[B, 1]``)."""
+        batch = next_td.batch_size
+        for key, event_shape in self._reward_done_shapes():
+            value = fast_get(next_td, key)
+            if value is None:
+                continue
+            expected = batch + event_shape
+            if value.shape != expected:
+                if value.numel() != expected.numel():
+                    raise ValueError(
+                        f"{type(self).__name__}._step returned {key!r} with shape {tuple(value.shape)}; the spec "
+                        f"expects {tuple(expected)}."
+                    )
+                next_td.set(key, value.reshape(expected))
+
+    # -- reset ------------------------------------------------------------------------------------------
+    def reset(self, tensordict: TensorDictBase | None = None, *, set_state: bool | None = None, **kwargs) -> TensorDictBase:
+        """Resets the env (or, with ``"_reset"`` masks in ``tensordict``, the finished sub-environments).
+
+        Returns:
+            A new TensorDict: ``tensordict``'s entries (minus reset masks and ``"next"``) updated with the
+            reset outputs, including ``done``/``terminated`` (False for the reset sub-environments).
+
+        Raises:
+            RuntimeError: a reset mask has the wrong shape, or the env is done right after a reset
+                (unless ``allow_done_after_reset``).
+        """
+        self._check_open()
+        if tensordict is not None:
+            self._check_batch(tensordict, "reset")
+            self._check_reset_masks(tensordict)
+        out = self._reset(tensordict, **kwargs)
+        if not isinstance(out, TensorDictBase):
+            raise TypeError(f"{type(self).__name__}._reset must return a TensorDict, got {type(out).__name__}.")
+        self._fill_reset_done(out)
+        if not self.__dict__["_allow_done_after_reset"]:
+            self._check_not_done_after_reset(out, tensordict)
+        if tensordict is None:
+            return out
+        result = tensordict.exclude("next", *self.reset_keys)
+        result.update(out)
+        return result
+
+    def _check_reset_masks(self, tensordict: TensorDictBase) -> None:
+        batch = tensordict.batch_size
+        for group in self.done_structure.groups:
+            mask = tensordict.get(group.reset_key, None)
+            if mask is None:
+                continue
+            expected = batch + group.shape[len(self.batch_size):]
+            if mask.shape != expected and mask.shape != batch:
+                raise RuntimeError(
+                    f"{type(self).__name__}.reset: reset mask {group.reset_key!r} has shape {tuple(mask.shape)}; "
+                    f"expected {tuple(expected)} (the shape of the group's done entries)."
+                )
+            if mask.dtype != torch.bool:
+                raise RuntimeError(f"{type(self).__name__}.reset: reset mask {group.reset_key!r} must be bool, got {mask.dtype}.")
+
+    def _fill_reset_done(self, out: TensorDictBase) -> None:
+        batch = out.batch_size
+        n = len(self.batch_size)
+        for group in self.done_structure.groups:
+            for key in group.keys:
+                if out.get(key, None) is None:
+                    out.set(key, torch.zeros(batch + group.shape[n:], dtype=torch.bool, device=out.device or self.device))
+
+    def _check_not_done_after_reset(self, out: TensorDictBase, tensordict: TensorDictBase | None) -> None:
+        for group in self.done_structure.groups:
+            done = out.get(group.done, None) if group.done is not None else None
+            if done is None:
+                continue
+            mask = tensordict.get(group.reset_key, None) if tensordict is not None else None
+            flagged = done if mask is None else done & mask.reshape(done.shape) if mask.numel() == done.numel() else done
+            if flagged.any():
+                raise RuntimeError(
+                    f"{type(self).__name__}: {group.done!r} is True right after reset. Fix _reset, or build the env "
+                    f"with allow_done_after_reset=True if this is intended."
+                )
+
+    # -- transitions ------------------------------------------------------------------------------------
+    def _step_mdp_plan(self) -> tuple:
+        """``(drop_from_next, drop_from_root, flat)``: key sets for :meth:`step_mdp`, computed once."""
+
+        def compute():
+            def tup(k):
+                return k if isinstance(k, tuple) else (k,)
+
+            from_next = {tup(k) for k in self.reward_keys}
+            from_root = set(from_next)
+            from_root |= {tup(k) for k in self.action_keys}
+            from_root |= {tup(k) for k in self.done_keys}
+            from_root |= {tup(k) for k in self.reset_keys}
+            flat = all(len(k) == 1 for k in from_root)
+            if flat:
+                return frozenset(k[0] for k in from_next), frozenset(k[0] for k in from_root), True
+            return from_next, from_root, False
+
+        return self._cached("_step_mdp_plan", compute)
+
+    def step_mdp(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        """The TensorDict for the next step: ``"next"`` moved to the root, rewards and actions dropped,
+        other root entries (policy outputs, recurrent states) carried over."""
+        nxt = fast_get(next_tensordict, "next")
+        drop_next, drop_root, flat = self._step_mdp_plan()
+        if flat and type(next_tensordict) is TensorDict and type(nxt) is TensorDict:
+            return fast_step_mdp(next_tensordict, nxt, drop_next, drop_root)
+        if flat:
+            drop_next = {(k,) for k in drop_next}
+            drop_root = {(k,) for k in drop_root}
+        out = nxt.exclude(*[k[0] if len(k) == 1 else k for k in drop_next]) if drop_next else nxt.copy()
+        merge_missing(out, next_tensordict, drop_root, ())
+        return out
+
+    def any_done(self, tensordict: TensorDictBase) -> bool:
+        """Whether any done entry in ``tensordict`` (root level) is True; writes the ``"_reset"`` masks."""
+        return self.done_structure.any_done(tensordict)
+
+    def maybe_reset(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Resets the finished sub-environments of ``tensordict`` (a step_mdp'd TensorDict), if any."""
+        if self.any_done(tensordict):
+            return self.reset(tensordict)
+        return tensordict
+
+    def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
+        """Steps, then prepares the next input: ``(tensordict_with_next, next_input)``.
+
+        ``next_input`` is ``step_mdp`` of the result, with finished sub-environments reset: its root
+        observations belong to new episodes there, while ``tensordict["next"]`` keeps the final ones.
+        """
+        tensordict = self.step(tensordict)
+        next_input = self.step_mdp(tensordict)
+        return tensordict, self.maybe_reset(next_input)
+
+    # -- random actions and fake data --------------------------------------------------------------------
+    def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """Writes a random action (drawn from the action spec) into ``tensordict`` (or a new one)."""
+        if tensordict is None:
+            return self.full_action_spec.rand()
+        extra = tensordict.batch_size[: tensordict.batch_dims - len(self.batch_size)]
+        for key, leaf in self._cached("_action_leaves", lambda: list(self.full_action_spec.items(True, True))):
+            fast_set(tensordict, key, leaf.rand(extra) if extra else leaf.rand())
+        return tensordict
+
+    def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """A step with a random action; resets first when no tensordict is given."""
+        if tensordict is None:
+            tensordict = self.reset()
+        return self.step(self.rand_action(tensordict))
+
+    def fake_tensordict(self) -> TensorDictBase:
+        """Zero-filled data with exactly the structure of a step's output (for checks and buffers)."""
+        state = self.full_state_spec.zero()
+        obs = self.full_observation_spec.zero()
+        action = self.full_action_spec.zero()
+        done = self.full_done_spec.zero()
+        reward = self.full_reward_spec.zero()
+        td = state.update(obs).update(done).update(action)
+        nxt = obs.clone().update(done.clone()).update(reward).update(self.full_state_spec.zero())
+        td.set("next", nxt)
+        return td
+
+    def all_actions(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """Every possible action (discrete action specs only), stacked along a new leading dim."""
+        actions = self.full_action_spec.enumerate()
+        if tensordict is None:
+            return actions
+        return tensordict.expand(actions.shape[0], *tensordict.shape).clone().update(actions)
+
+    def cardinality(self, tensordict: TensorDictBase | None = None) -> int:
+        """Number of distinct actions (discrete action specs only)."""
+        return self.full_action_spec.cardinality()
+
+    # -- rollout ----------------------------------------------------------------------------------------
+    def rollout(
+        self,
+        max_steps: int,
+        policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
+        callback: Callable[..., Any] | None = None,
+        *,
+        actions: Iterable[Any] | None = None,
+        auto_reset: bool = True,
+        auto_cast_to_device: bool = False,
+        break_when_any_done: bool | None = None,
+        break_when_all_done: bool | None = None,
+        return_contiguous: bool | None = None,
+        tensordict: TensorDictBase | None = None,
+        set_truncated: bool = False,
+        out=None,
+        trust_policy: bool = False,
+        storing_device: torch.device | str | None = None,
+        set_state: bool | None = None,
+    ) -> TensorDictBase:
+        """Runs ``max_steps`` steps (fewer if an episode ends first) and stacks them along a new time dim.
+
+        Args:
+            max_steps: maximum number of steps.
+            policy: reads the TensorDict and writes actions; ``None`` draws random actions from the spec.
+            callback: called as ``callback(env, tensordict)`` after every step.
+
+        Keyword Args:
+            actions: an iterable of actions (tensors or TensorDicts) replayed instead of a policy.
+            auto_reset: reset before starting (with ``tensordict`` as reset input when given).
+            auto_cast_to_device: move data to the policy's device before calling it, and back.
+            break_when_any_done: stop after the first step where any sub-environment is done
+                (the default). When False, finished sub-environments are reset and the rollout goes on.
+            break_when_all_done: stop once every sub-environment has finished at least once (finished
+                ones are reset and continue meanwhile).
+            return_contiguous: ``False`` returns a lazy stack; default (``None``) a contiguous TensorDict.
+            tensordict: the initial TensorDict (required when ``auto_reset=False``).
+            set_truncated: mark the last step ``truncated`` (and ``done``) if ``max_steps`` is reached.
+            out: a preallocated TensorDict of batch ``(*env.batch_size, max_steps)`` to write into.
+            trust_policy: skip the policy device/output checks.
+            storing_device: device of the returned data.
+
+        Returns:
+            A TensorDict of batch size ``(*env.batch_size, T)`` (time is the last batch dim).
+        """
+        return _rollout(
+            self,
+            max_steps,
+            policy,
+            callback,
+            actions=actions,
+            auto_reset=auto_reset,
+            auto_cast_to_device=auto_cast_to_device,
+            break_when_any_done=break_when_any_done,
+            break_when_all_done=break_when_all_done,
+            return_contiguous=return_contiguous,
+            tensordict=tensordict,
+            set_truncated=set_truncated,
+            out=out,
+            trust_policy=trust_policy,
+            storing_device=storing_device,
+        )
+
+    # -- seeding, devices, lifetime -------------------------------------------------------------------------
+    def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
+        """Seeds the env; returns the seed for the next env (``seed`` itself when ``static_seed``)."""
+        self._set_seed(seed)
+        if seed is None or static_seed:
+            return seed
+        return next_seed(seed)
+
+    def set_state(self) -> None:
+        """Hook for envs whose state can be set from a TensorDict (no-op by default)."""
+
+    def to(self, device: torch.device | str | int) -> "EnvBase":
+        """Moves the env (specs and modules) to ``device``."""
+        device = torch.device(device)
+        d = self.__dict__
+        locked = self.is_spec_locked
+        if locked:
+            self.set_spec_lock_(False)
+        d["_output_spec"] = d["_output_spec"].to(device)
+        d["_input_spec"] = d["_input_spec"].to(device)
+        d["_device"] = device
+        super().to(device)
+        self._invalidate_spec_cache()
+        if locked:
+            self.set_spec_lock_(True)
+        return self
+
+    def close(self, *, raise_if_closed: bool = True) -> None:
+        """Releases the env's resources; further steps raise."""
+        if self.__dict__.get("_closed", False):
+            if raise_if_closed:
+                raise RuntimeError(f"{type(self).__name__} is already closed.")
+            return
+        self.__dict__["_closed"] = True
+
+    def empty_cache(self) -> None:
+        """Forgets cached spec-derived facts (they are recomputed on next use)."""
+        self._invalidate_spec_cache()
+
+    def register_collector(self, collector) -> None:
+        self.__dict__["_collector"] = collector
+
+    @property
+    def collector(self):
+        return self.__dict__.get("_collector")
+
+    def append_transform(self, transform) -> "EnvBase":
+        """Returns ``TransformedEnv(self, transform)``."""
+        return _require_hook("append_transform")(self, transform)
+
+    def check_env_specs(self, *args, **kwargs) -> None:
+        """Runs :func:`~torchrl.envs.utils.check_env_specs` on this env."""
+        check_env_specs(self, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(batch_size={self.batch_size}, device={self.device})"

@@ -1,0 +1,38 @@
+"""Per-done-group bookkeeping shared by transforms that keep a running value per episode."""
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+from tensordict.utils import NestedKey
+
+from torchrl.envs._done import as_tuple, from_tuple
+
+__all__ = ["done_groups", "restart_where_reset", "reset_key_for"]
+
+
+def done_groups(full_done_spec) -> dict[tuple[str, ...], torch.Size]:
+    """``{prefix: done shape}`` for every group of done leaves."""
+    out: dict[tuple[str, ...], torch.Size] = {}
+    for key, leaf in full_done_spec.items(include_nested=True, leaves_only=True):
+        out.setdefault(as_tuple(key)[:-1], leaf.shape)
+    return out
+
+
+def reset_key_for(key: NestedKey, groups: dict[tuple[str, ...], torch.Size]) -> NestedKey:
+    """The reset key of the deepest done group containing ``key`` (the root's when none does)."""
+    prefix = as_tuple(key)[:-1]
+    while prefix and prefix not in groups:
+        prefix = prefix[:-1]
+    return from_tuple(prefix + ("_reset",))
+
+
+def restart_where_reset(
+    tensordict: TensorDictBase, reset_key: NestedKey, previous: torch.Tensor | None, fresh: torch.Tensor
+) -> torch.Tensor:
+    """``fresh`` where the sub-env is reset (all of them when there is no mask or no previous value)."""
+    mask = tensordict.get(reset_key, None) if tensordict is not None else None
+    if mask is None or previous is None:
+        return fresh
+    while mask.ndim < fresh.ndim:
+        mask = mask.unsqueeze(-1)
+    return torch.where(mask, fresh, previous)

@@ -1,0 +1,178 @@
+"""``StepCounter``: counts steps per episode and truncates episodes at ``max_steps``."""
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+
+from torchrl._td import fast_get, fast_set
+from torchrl.data.tensor_specs import Bounded, Composite
+from torchrl.envs._done import as_tuple, from_tuple
+from torchrl.envs.transforms._groups import done_groups, restart_where_reset
+from torchrl.envs.transforms.transform import Transform
+
+__all__ = ["StepCounter"]
+
+_INT_MAX = torch.iinfo(torch.int64).max
+
+
+class _Group:
+    __slots__ = ("count", "truncated", "done", "reset", "shape")
+
+    def __init__(self, prefix, shape, step_count_key, truncated_key):
+        self.count = from_tuple(prefix + (step_count_key,))
+        self.truncated = from_tuple(prefix + (truncated_key,)) if truncated_key else None
+        self.done = from_tuple(prefix + ("done",))
+        self.reset = from_tuple(prefix + ("_reset",))
+        self.shape = shape
+
+
+class StepCounter(Transform):
+    """Writes ``step_count`` (steps since the episode began) and, with ``max_steps``, truncates.
+
+    One counter lives next to every group of done entries (the root, and e.g. ``"agents"`` in
+    multi-agent envs). When the count reaches ``max_steps`` the step is marked ``truncated`` and
+    ``done`` (when ``update_done``), never ``terminated``: value estimators then bootstrap from it.
+
+    Args:
+        max_steps: episode length limit (``None``: count only).
+        truncated_key: name of the truncation entry (added to the done spec when absent).
+        step_count_key: name of the counter entry.
+        update_done: also set ``done`` when truncating.
+
+    Examples:
+        >>> from torchrl.envs import PendulumEnv, StepCounter, TransformedEnv
+        >>> env = TransformedEnv(PendulumEnv(), StepCounter(max_steps=3))
+        >>> data = env.rollout(10)
+        >>> data.shape[0], data["next", "truncated"].squeeze(-1).tolist()
+        (3, [False, False, True])
+    """
+
+    def __init__(
+        self,
+        max_steps: int | None = None,
+        truncated_key: str | None = "truncated",
+        step_count_key: str | None = "step_count",
+        update_done: bool = True,
+    ) -> None:
+        if max_steps is not None and max_steps < 1:
+            raise ValueError(f"StepCounter: max_steps must be a positive integer or None, got {max_steps}.")
+        super().__init__()
+        self.max_steps = max_steps
+        self.truncated_key = truncated_key
+        self.step_count_key = step_count_key
+        self.update_done = update_done
+        self._groups: list[_Group] | None = None
+
+    # -- structure --------------------------------------------------------------------------------------
+    def _set_groups(self, full_done_spec) -> None:
+        self._groups = [
+            _Group(prefix, shape, self.step_count_key, self.truncated_key if self.max_steps is not None else None)
+            for prefix, shape in done_groups(full_done_spec).items()
+        ]
+
+    def _get_groups(self) -> list[_Group]:
+        if self._groups is None:
+            parent = self.parent
+            if parent is None:
+                raise RuntimeError("StepCounter must be used inside a TransformedEnv (it needs the env's done keys).")
+            self._set_groups(parent.output_spec["full_done_spec"])
+        return self._groups
+
+    @property
+    def step_count_keys(self):
+        return [g.count for g in self._get_groups()]
+
+    @property
+    def truncated_keys(self):
+        return [g.truncated for g in self._get_groups() if g.truncated is not None]
+
+    @property
+    def done_keys(self):
+        return [g.done for g in self._get_groups()]
+
+    @property
+    def reset_keys(self):
+        return [g.reset for g in self._get_groups()]
+
+    @property
+    def terminated_keys(self):
+        return [from_tuple(as_tuple(g.done)[:-1] + ("terminated",)) for g in self._get_groups()]
+
+    @property
+    def all_done_keys(self):
+        return self.done_keys + self.terminated_keys + self.truncated_keys
+
+    @property
+    def all_truncated_keys(self):
+        return self.truncated_keys
+
+    @property
+    def full_done_spec(self):
+        parent = self.parent
+        return None if parent is None else parent.output_spec["full_done_spec"]
+
+    # -- data ------------------------------------------------------------------------------------------
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        for g in self._get_groups():
+            done = fast_get(tensordict_reset, g.done, None)
+            shape = done.shape if done is not None else tensordict_reset.batch_size + g.shape[len(g.shape) - 1 :]
+            fresh = torch.zeros(shape, dtype=torch.int64, device=tensordict_reset.device)
+            previous = fast_get(tensordict, g.count, None)
+            fast_set(tensordict_reset, g.count, restart_where_reset(tensordict, g.reset, previous, fresh))
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        max_steps = self.max_steps
+        for g in self._get_groups():
+            count = fast_get(tensordict, g.count, None)
+            if count is None:
+                done = fast_get(next_tensordict, g.done)
+                count = torch.zeros(done.shape, dtype=torch.int64, device=done.device)
+            count = count + 1
+            fast_set(next_tensordict, g.count, count)
+            if max_steps is not None:
+                truncated = count >= max_steps
+                previous = fast_get(next_tensordict, g.truncated, None)
+                if previous is not None:
+                    truncated = truncated | previous
+                fast_set(next_tensordict, g.truncated, truncated)
+                if self.update_done:
+                    done = fast_get(next_tensordict, g.done, None)
+                    fast_set(next_tensordict, g.done, truncated if done is None else done | truncated)
+        return next_tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise RuntimeError(
+            "StepCounter counts environment steps; it cannot be applied to stored data. Use it inside a "
+            "TransformedEnv."
+        )
+
+    # -- specs -----------------------------------------------------------------------------------------
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
+        full_done = output_spec["full_done_spec"]
+        self._set_groups(full_done)
+        high = self.max_steps if self.max_steps is not None else _INT_MAX
+        for g in self._groups:
+            if g.truncated is not None and g.truncated not in full_done.keys(include_nested=True):
+                full_done[g.truncated] = full_done[g.done].clone()
+            output_spec["full_observation_spec"][g.count] = Bounded(
+                0, high, shape=full_done[g.done].shape, dtype=torch.int64, device=full_done.device
+            )
+        return output_spec
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        return observation_spec
+
+    def transform_input_spec(self, input_spec: Composite) -> Composite:
+        if self._groups is None:
+            parent = self.parent
+            if parent is not None:
+                self._set_groups(parent.output_spec["full_done_spec"])
+        high = self.max_steps if self.max_steps is not None else _INT_MAX
+        state = input_spec["full_state_spec"]
+        for g in self._groups or ():
+            state[g.count] = Bounded(0, high, shape=g.shape, dtype=torch.int64, device=state.device)
+        return input_spec
+
+    def __repr__(self) -> str:
+        return f"StepCounter(max_steps={self.max_steps}, step_count_key={self.step_count_key!r})"

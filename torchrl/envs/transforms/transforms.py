@@ -1,0 +1,3 @@
+"""TorchRL's historical module path for the transform library (re-exports)."""
+from torchrl.envs.transforms import *  # noqa: F401,F403
+from torchrl.envs.transforms import __all__  # noqa: F401

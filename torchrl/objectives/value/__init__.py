@@ -1,0 +1,2 @@
+"""Value and advantage estimators."""
+from torchrl.objectives.value import functional
