@@ -1,6 +1,7 @@
 """``torchrl.envs``: the environment API, native environments, transforms, and utilities."""
 from torchrl._exploration import ExplorationType, exploration_type, set_exploration_type
 from torchrl.envs.common import EnvBase
+from torchrl.envs._wrapper import _EnvWrapper
 from torchrl.envs.custom import PendulumEnv
 from torchrl.envs.transforms import *  # noqa: F401,F403
 from torchrl.envs.transforms import __all__ as _transform_names

@@ -1,0 +1,65 @@
+import pytest
+import torch
+
+from torchrl.envs import Compose, InitTracker, PendulumEnv, RewardSum, StepCounter, TransformedEnv
+
+from test.envs.transforms.contract import TransformContract
+
+
+class TestStepCounter(TransformContract):
+    def make_transform(self):
+        return StepCounter(max_steps=4)
+
+    def test_truncates_not_terminates(self):
+        env = TransformedEnv(PendulumEnv(seed=0), StepCounter(max_steps=3))
+        data = env.rollout(10)
+        assert data.shape == (3,)
+        assert data["next", "truncated"].squeeze(-1).tolist() == [False, False, True]
+        assert data["next", "done"].squeeze(-1).tolist() == [False, False, True]
+        assert not data["next", "terminated"].any()
+
+    def test_counts_restart_after_partial_reset(self):
+        env = TransformedEnv(PendulumEnv(batch_size=[2], seed=0), StepCounter(max_steps=3))
+        data = env.rollout(7, break_when_any_done=False)
+        assert data["next", "step_count"][0].squeeze(-1).tolist() == [1, 2, 3, 1, 2, 3, 1]
+        assert data["step_count"][0].squeeze(-1).tolist() == [0, 1, 2, 0, 1, 2, 0]
+
+    def test_rejects_bad_max_steps(self):
+        with pytest.raises(ValueError, match="max_steps"):
+            StepCounter(max_steps=0)
+
+    def test_no_max_steps_only_counts(self):
+        env = TransformedEnv(PendulumEnv(seed=0), StepCounter())
+        data = env.rollout(5)
+        assert data["next", "step_count"].squeeze(-1).tolist() == [1, 2, 3, 4, 5]
+        assert "truncated" not in env.full_done_spec.keys()
+
+
+class TestRewardSum(TransformContract):
+    def make_transform(self):
+        return RewardSum()
+
+    def test_sum_matches_rewards_and_restarts(self):
+        env = TransformedEnv(PendulumEnv(seed=0), Compose(StepCounter(max_steps=4), RewardSum()))
+        data = env.rollout(8, break_when_any_done=False)
+        reward = data["next", "reward"].squeeze(-1)
+        total = data["next", "episode_reward"].squeeze(-1)
+        torch.testing.assert_close(total[3], reward[:4].sum())
+        torch.testing.assert_close(total[4], reward[4])
+        torch.testing.assert_close(total[7], reward[4:8].sum())
+
+    def test_in_specs(self):
+        env = TransformedEnv(PendulumEnv(), RewardSum(reward_spec=True))
+        assert "episode_reward" in env.full_observation_spec.keys()
+        assert "episode_reward" in env.full_reward_spec.keys()
+
+
+class TestInitTracker(TransformContract):
+    def make_transform(self):
+        return InitTracker()
+
+    def test_flags_episode_starts(self):
+        env = TransformedEnv(PendulumEnv(batch_size=[2], seed=0), Compose(StepCounter(max_steps=2), InitTracker()))
+        data = env.rollout(5, break_when_any_done=False)
+        assert data["is_init"][0].squeeze(-1).tolist() == [True, False, True, False, True]
+        assert not data["next", "is_init"].any()
