@@ -12,9 +12,20 @@ SPEC_NAMES = [
     "StackedComposite", "TensorSpec", "Unbounded", "UnboundedContinuous", "UnboundedDiscrete",
 ]
 
-SCOPE: dict[str, list[str] | str] = {
+# Names of torchrl.modules.models / .distributions that later issues cover (DreamerV3, planners, LLM/ACT).
+MODULES_LATER = [
+    "ConsistentDropoutModule", "DreamerV3BlockGRU", "DreamerV3BlockGRUCell", "DreamerV3ImageDecoder",
+    "DreamerV3ImageEncoder", "DreamerV3MLP", "RSSMPriorV3", "RSSMPosteriorV3", "RSSMRolloutV3",
+    "RSSMStateEstimatorV3", "GPWorldModel", "RBFController", "ACTModel", "DecisionTransformer", "DTActor",
+    "OnlineDTActor", "GPT2RewardModel", "LLMMaskedCategorical",
+]
+
+SCOPE: dict[str, list[str] | str | tuple[str, list[str]]] = {
     "torchrl": "all",
     "torchrl.data.tensor_specs": SPEC_NAMES,
+    "torchrl.objectives.value.functional": "all",
+    "torchrl.modules.models": ("all", MODULES_LATER),
+    "torchrl.modules.distributions": ("all", MODULES_LATER),
     "torchrl.data": [
         "Binary", "Bounded", "BoundedContinuous", "Categorical", "Choice", "Composite", "DEVICE_TYPING",
         "MultiCategorical", "MultiOneHot", "NonTensor", "OneHot", "Stacked", "StackedComposite", "TensorSpec",

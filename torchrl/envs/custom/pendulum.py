@@ -162,13 +162,16 @@ class PendulumEnv(EnvBase):
         u = fast_get(tensordict, "action").squeeze(-1)
         if isinstance(max_torque, float):
             u = u.clamp(-max_torque, max_torque)
-            new_thdot = (thdot + (a * th.sin() + b * u) * dt).clamp(-max_speed, max_speed)
+            # thdot' = clip(thdot + (a sin th + b u) dt), written with fused ops
+            new_thdot = (thdot + torch.add(th.sin() * (a * dt), u, alpha=b * dt)).clamp(-max_speed, max_speed)
+            new_th = torch.add(th, new_thdot, alpha=dt)
         else:
             u = torch.maximum(torch.minimum(u, max_torque), -max_torque)
             new_thdot = thdot + (a * th.sin() + b * u) * dt
             new_thdot = torch.maximum(torch.minimum(new_thdot, max_speed), -max_speed)
-        cost = self.angle_normalize(th).pow(2) + 0.1 * thdot.pow(2) + 0.001 * u.pow(2)
-        new_th = th + new_thdot * dt
+            new_th = th + new_thdot * dt
+        norm = self.angle_normalize(th)
+        cost = torch.addcmul(torch.addcmul(norm * norm, thdot, thdot, value=0.1), u, u, value=0.001)
         batch = tensordict.batch_size
         return new_td(
             {

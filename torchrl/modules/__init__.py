@@ -1,0 +1,7 @@
+"""``torchrl.modules``: networks, distributions, and TensorDict modules (actors, critics, exploration)."""
+from torchrl.modules.distributions import *  # noqa: F401,F403
+from torchrl.modules.distributions import __all__ as _distribution_names
+from torchrl.modules.models import *  # noqa: F401,F403
+from torchrl.modules.models import __all__ as _model_names
+
+__all__ = [*_distribution_names, *_model_names]
