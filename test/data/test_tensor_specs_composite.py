@@ -503,3 +503,17 @@ def test_pickle_composite_and_stacks():
     for spec in specs:
         out = pickle.loads(pickle.dumps(spec))
         assert out == spec and type(out) is type(spec)
+
+
+def test_failed_nested_set_leaves_composite_unchanged():
+    import pytest
+    import torch
+
+    from torchrl.data import Composite, Unbounded
+
+    spec = Composite(obs=Unbounded((4, 3)), shape=(4,))
+    with pytest.raises(ValueError, match=r"\('agents', 'obs'\) has shape"):
+        spec["agents", "obs"] = Unbounded((5, 3))
+    assert list(spec.keys()) == ["obs"]
+    spec["agents", "obs"] = Unbounded((4, 2, 3))
+    assert spec["agents", "obs"].shape == torch.Size([4, 2, 3])

@@ -276,12 +276,16 @@ class Composite(TensorSpec):
             raise TypeError(f"Composite keys are strings or tuples of strings, got {key!r}.")
         key = _as_tuple(key)
         cur = self
+        detached = None  # the first missing level: attached only once the leaf is accepted
         for depth, k in enumerate(key[:-1]):
             sub = cur._specs.get(k)
             if sub is None:
                 cur._check_unlocked(key, "set")
                 sub = Composite(shape=cur._shape, device=cur._device)
-                cur._specs[k] = sub
+                if detached is None:
+                    detached = (cur, k, sub)
+                else:
+                    cur._specs[k] = sub
             elif not isinstance(sub, Composite):
                 raise ValueError(
                     f"Composite: cannot set key {_key_str(key)}: {_key_str(_public(key[: depth + 1]))} is a "
@@ -292,6 +296,9 @@ class Composite(TensorSpec):
                 return
             cur = sub
         cur._set_entry(key, value)
+        if detached is not None:
+            parent, k, sub = detached
+            parent._specs[k] = sub
 
     def _set_entry(self, full: tuple[str, ...], value: Any) -> None:
         self._check_unlocked(_public(full), "set")
