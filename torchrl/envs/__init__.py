@@ -2,7 +2,7 @@
 from torchrl._exploration import ExplorationType, exploration_type, set_exploration_type
 from torchrl.envs.common import EnvBase
 from torchrl.envs._wrapper import _EnvWrapper
-from torchrl.envs.custom import PendulumEnv
+from torchrl.envs.custom import PendulumEnv, TicTacToeEnv
 from torchrl.envs.transforms import *  # noqa: F401,F403
 from torchrl.envs.transforms import __all__ as _transform_names
 from torchrl.envs.utils import (
@@ -21,6 +21,7 @@ __all__ = [
     "ExplorationType",
     "MarlGroupMapType",
     "PendulumEnv",
+    "TicTacToeEnv",
     "RandomPolicy",
     "check_env_specs",
     "check_marl_grouping",

@@ -6,7 +6,7 @@ from tensordict import TensorDict, TensorDictBase, is_tensor_collection
 
 from torchrl._td import new_td
 
-__all__ = ["merge_missing", "fast_step_mdp"]
+__all__ = ["merge_missing", "fast_step_mdp", "prune_emptied"]
 
 
 def merge_missing(dest: TensorDictBase, src: TensorDictBase, exclude: set[tuple[str, ...]], prefix: tuple[str, ...]) -> None:
@@ -64,3 +64,12 @@ def fast_step_mdp(root: TensorDict, nxt: TensorDict, drop_next: frozenset, drop_
             continue
         out[k] = _structure_copy(v, None) if type(v) is TensorDict else v
     return new_td(out, nxt.batch_size, nxt.device)
+
+
+def prune_emptied(td: TensorDictBase, removed: set[tuple[str, ...]]) -> None:
+    """Deletes the sub-TensorDicts left empty by removing the nested keys in ``removed``."""
+    parents = sorted({k[:i] for k in removed for i in range(1, len(k))}, key=len, reverse=True)
+    for parent in parents:
+        sub = td.get(parent if len(parent) > 1 else parent[0], None)
+        if sub is not None and is_tensor_collection(sub) and sub.is_empty():
+            del td[parent if len(parent) > 1 else parent[0]]

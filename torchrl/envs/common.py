@@ -23,7 +23,7 @@ from torch import nn
 from torchrl._td import fast_get, fast_set
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs._check_env import check_env_specs
-from torchrl.envs._step_mdp import fast_step_mdp, merge_missing
+from torchrl.envs._step_mdp import fast_step_mdp, merge_missing, prune_emptied
 from torchrl.envs._env_specs import EnvSpecsMixin
 from torchrl.envs._rollout import rollout as _rollout
 from torchrl.envs._seeding import next_seed
@@ -425,6 +425,7 @@ class EnvBase(EnvSpecsMixin, nn.Module, metaclass=EnvMetaclass):
             drop_next = {(k,) for k in drop_next}
             drop_root = {(k,) for k in drop_root}
         out = nxt.exclude(*[k[0] if len(k) == 1 else k for k in drop_next]) if drop_next else nxt.copy()
+        prune_emptied(out, drop_next)
         merge_missing(out, next_tensordict, drop_root, ())
         return out
 

@@ -1,4 +1,5 @@
 """Native environments written in torch (no external simulator)."""
 from torchrl.envs.custom.pendulum import PendulumEnv
+from torchrl.envs.custom.tictactoeenv import TicTacToeEnv
 
-__all__ = ["PendulumEnv"]
+__all__ = ["PendulumEnv", "TicTacToeEnv"]
