@@ -27,5 +27,7 @@ class set_exploration_type(set_interaction_type):  # noqa: N801 - TorchRL's publ
         True
     """
 
-    def __init__(self, type: InteractionType | str | None = InteractionType.DETERMINISTIC) -> None:  # noqa: A002
-        super().__init__(type)
+    def __init__(
+        self, type: InteractionType | str | None = InteractionType.DETERMINISTIC, *, thread_local: bool = False  # noqa: A002
+    ) -> None:
+        super().__init__(type, thread_local=thread_local)

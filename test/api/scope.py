@@ -24,6 +24,12 @@ SCOPE: dict[str, list[str] | str | tuple[str, list[str]]] = {
     "torchrl": "all",
     "torchrl.data.tensor_specs": SPEC_NAMES,
     "torchrl.objectives.value.functional": "all",
+    "torchrl.testing": ["get_default_devices", "get_available_devices", "retry", "rand_reset"],
+    "torchrl.testing.mocking_classes": [
+        "CountingEnv", "NestedCountingEnv", "CountingEnvCountPolicy", "ContinuousActionVecMockEnv",
+        "DiscreteActionVecMockEnv", "DiscreteActionConvMockEnv", "MultiKeyCountingEnv", "HeterogeneousCountingEnv",
+        "MockSerialEnv", "MockBatchedLockedEnv", "MockBatchedUnLockedEnv",
+    ],
     "torchrl.modules.models": ("all", MODULES_LATER),
     "torchrl.modules.distributions": ("all", MODULES_LATER),
     "torchrl.data": [

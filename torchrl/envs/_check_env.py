@@ -26,19 +26,10 @@ def _describe(value) -> str:
     return type(value).__name__
 
 
-def _check_once(env, *, return_contiguous, check_dtype: bool, tensordict, break_when_any_done: bool) -> None:
-    name = type(env).__name__
-    real = env.rollout(
-        3,
-        return_contiguous=return_contiguous,
-        tensordict=tensordict,
-        auto_reset=tensordict is None,
-        break_when_any_done=break_when_any_done,
-    )
-    fake = env.fake_tensordict()
-    fake = fake.unsqueeze(real.batch_dims - 1).expand(*real.shape)
-    real_leaves, fake_leaves = _leaves(real), _leaves(fake)
-    missing = [k for k in fake_leaves if k not in real_leaves]
+def _compare(name: str, where: str, data: TensorDictBase, expected: TensorDictBase, check_dtype: bool, *, check_missing: bool = True) -> None:
+    """Raises AssertionError at the first key/shape/dtype difference between ``data`` and ``expected``."""
+    real_leaves, fake_leaves = _leaves(data), _leaves(expected)
+    missing = [k for k in fake_leaves if k not in real_leaves] if check_missing else []
     extra = [k for k in real_leaves if k not in fake_leaves]
     if missing or extra:
         parts = []
@@ -46,22 +37,48 @@ def _check_once(env, *, return_contiguous, check_dtype: bool, tensordict, break_
             parts.append(f"the env returned {extra} which its specs do not declare")
         if missing:
             parts.append(f"its specs declare {missing} which the env did not return")
-        raise AssertionError(f"check_env_specs({name}): " + "; ".join(parts) + ".")
-    for key, expected in fake_leaves.items():
-        got = real_leaves[key]
-        if not isinstance(expected, torch.Tensor):
+        raise AssertionError(f"check_env_specs({name}): " + "; ".join(parts) + f" ({where}).")
+    for key, spec_value in fake_leaves.items():
+        got = real_leaves.get(key)
+        if not isinstance(spec_value, torch.Tensor) or not isinstance(got, torch.Tensor):
             continue
-        if got.shape != expected.shape:
+        if got.shape != spec_value.shape:
             raise AssertionError(
-                f"check_env_specs({name}): key {key!r}: spec says shape {tuple(expected.shape)} (rollout of 3 "
-                f"steps), data has shape {tuple(got.shape)}."
+                f"check_env_specs({name}): key {key!r}: spec shape {tuple(spec_value.shape)}, data shape "
+                f"{tuple(got.shape)} ({where})."
             )
-        if check_dtype and got.dtype != expected.dtype:
-            raise AssertionError(f"check_env_specs({name}): key {key!r}: spec dtype {expected.dtype}, data dtype {got.dtype}.")
-    _check_values(env, real, name)
+        if check_dtype and got.dtype != spec_value.dtype:
+            raise AssertionError(
+                f"check_env_specs({name}): key {key!r}: spec dtype {spec_value.dtype}, data dtype {got.dtype} ({where})."
+            )
 
 
-def _check_values(env, real: TensorDictBase, name: str) -> None:
+def _check_once(env, *, return_contiguous, check_dtype: bool, tensordict, break_when_any_done: bool) -> None:
+    name = type(env).__name__
+    fake = env.fake_tensordict()
+    # Step by hand first, so that a bad entry is reported by key before any stacking can fail on it.
+    td = env.reset(tensordict) if tensordict is None else tensordict
+    if tensordict is None:
+        _compare(name, "after reset", td, fake.exclude("next", *env.action_keys), check_dtype, check_missing=False)
+    for step in range(3):
+        td = env.rand_step(td)
+        _compare(name, f"step {step}", td, fake, check_dtype)
+        td = env.step_mdp(td)
+        if env.any_done(td):
+            td = env.reset(td)
+    real = env.rollout(
+        3,
+        return_contiguous=return_contiguous,
+        tensordict=tensordict,
+        auto_reset=tensordict is None,
+        break_when_any_done=break_when_any_done,
+    )
+    fake = fake.unsqueeze(real.batch_dims - 1).expand(*real.shape)
+    _compare(name, "rollout", real, fake, check_dtype)
+    _check_values(env, real, name, check_dtype)
+
+
+def _check_values(env, real: TensorDictBase, name: str, check_dtype: bool) -> None:
     batch_dims = real.batch_dims
     checks = [
         (env.full_observation_spec, ()),
@@ -80,6 +97,8 @@ def _check_values(env, real: TensorDictBase, name: str) -> None:
             # Move the time dim last among batch dims is unnecessary: check each step separately.
             for t in range(value.shape[batch_dims - 1]):
                 step_value = value.select(batch_dims - 1, t)
+                if not check_dtype and step_value.dtype != leaf.dtype:
+                    step_value = step_value.to(leaf.dtype)
                 if not leaf.is_in(step_value):
                     raise AssertionError(
                         f"check_env_specs({name}): key {full_key if len(full_key) > 1 else full_key[0]!r} at step {t} "

@@ -21,6 +21,7 @@ from torchrl.envs._done import DoneStructure
 
 __all__ = ["EnvSpecsMixin"]
 
+_MISSING = object()
 _OUTPUT_PARTS = ("full_observation_spec", "full_reward_spec", "full_done_spec")
 _INPUT_PARTS = ("full_action_spec", "full_state_spec")
 
@@ -56,8 +57,8 @@ class EnvSpecsMixin:
         if not self.__dict__.get("_specs_locked", False):
             return compute()
         cache = self.__dict__["_spec_cache"]
-        value = cache.get(name)
-        if value is None:
+        value = cache.get(name, _MISSING)
+        if value is _MISSING:
             value = cache[name] = compute()
         return value
 

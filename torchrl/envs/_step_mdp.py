@@ -2,30 +2,49 @@
 from __future__ import annotations
 
 import torch
-from tensordict import TensorDict, TensorDictBase, is_tensor_collection
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, is_tensor_collection
 
 from torchrl._td import new_td
 
-__all__ = ["merge_missing", "fast_step_mdp", "prune_emptied"]
+__all__ = ["merge_missing", "fast_step_mdp", "prune_emptied", "structure_copy"]
 
 
 def merge_missing(dest: TensorDictBase, src: TensorDictBase, exclude: set[tuple[str, ...]], prefix: tuple[str, ...]) -> None:
-    """Copies (by reference) entries of ``src`` absent from ``dest``, recursing into shared sub-tds."""
-    for key, value in src.items():
+    """Copies (by reference) entries of ``src`` absent from ``dest``, recursing into shared sub-tds.
+
+    Keys are visited without reading values that are not needed, so heterogeneous lazy stacks (whose
+    leaves cannot be read as one tensor) pass through untouched.
+    """
+    dest_keys = set(dest.keys())
+    for key in src.keys():
         full = prefix + (key,)
         if full in exclude or (not prefix and key == "next"):
             continue
-        existing = dest.get(key, None)
-        if existing is None:
-            if is_tensor_collection(value) and any(e[: len(full)] == full for e in exclude):
+        nested_exclusions = any(e[: len(full)] == full and len(e) > len(full) for e in exclude)
+        if key not in dest_keys:
+            value = src.get(key)
+            if nested_exclusions and is_tensor_collection(value):
                 sub = value.empty()
                 merge_missing(sub, value, exclude, full)
                 if not sub.is_empty():
                     dest.set(key, sub)
             else:
                 dest.set(key, value)
-        elif is_tensor_collection(existing) and is_tensor_collection(value):
-            merge_missing(existing, value, exclude, full)
+            continue
+        if is_tensor_collection(dest.entry_class(key)) and is_tensor_collection(src.entry_class(key)):
+            merge_missing(dest.get(key), src.get(key), exclude, full)
+
+
+def structure_copy(td: TensorDictBase) -> TensorDictBase:
+    """A new TensorDict tree over the same tensors: later writes into it never alter ``td``."""
+    if type(td) is TensorDict:
+        return _structure_copy(td, None)
+    out = td.copy()
+    for key in list(out.keys()):
+        value = out.get(key)
+        if is_tensor_collection(value) and not isinstance(value, LazyStackedTensorDict):
+            out.set(key, structure_copy(value))
+    return out
 
 
 def _structure_copy(sub: TensorDict, extra: TensorDict | None) -> TensorDict:

@@ -23,7 +23,7 @@ from torch import nn
 from torchrl._td import fast_get, fast_set
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs._check_env import check_env_specs
-from torchrl.envs._step_mdp import fast_step_mdp, merge_missing, prune_emptied
+from torchrl.envs._step_mdp import fast_step_mdp, merge_missing, prune_emptied, structure_copy
 from torchrl.envs._env_specs import EnvSpecsMixin
 from torchrl.envs._rollout import rollout as _rollout
 from torchrl.envs._seeding import next_seed
@@ -220,23 +220,35 @@ class EnvBase(EnvSpecsMixin, nn.Module, metaclass=EnvMetaclass):
                 f"batch_size is {self.batch_size} (this env is batch-locked)."
             )
 
-    def _action_checks(self) -> list[tuple[NestedKey, torch.Size]]:
-        """``[(action key, event shape)]``: the trailing shape every action must have."""
+    def _action_checks(self) -> list[tuple[NestedKey, torch.Size | None]]:
+        """``[(action key, event shape)]``: the trailing shape every action must have.
+
+        The shape is ``None`` for heterogeneous (lazily stacked) actions, whose presence alone is checked.
+        """
 
         def compute():
             n = len(self.batch_size)
-            return [(k, leaf.shape[n:]) for k, leaf in self.full_action_spec.items(True, True)]
+            out = []
+            for key, leaf in self.full_action_spec.items(True, True):
+                shape = leaf.shape[n:]
+                out.append((key, None if -1 in leaf.shape else shape))
+            return out
 
         return self._cached("_action_checks", compute)
 
     def _check_actions(self, tensordict: TensorDictBase) -> None:
         batch = tensordict.batch_size
         for key, event_shape in self._action_checks():
-            action = fast_get(tensordict, key)
-            if action is None:
+            if event_shape is None:
+                present = key in tensordict.keys(include_nested=True)
+                action = None
+            else:
+                action = fast_get(tensordict, key)
+                present = action is not None
+            if not present:
                 raise KeyError(
                     f"{type(self).__name__}.step: action key {key!r} not found in the tensordict; keys present: "
-                    f"{sorted(map(str, tensordict.keys(include_nested=True, leaves_only=True)))}. Write the action "
+                    f"{sorted(tensordict.keys(include_nested=True, leaves_only=True), key=str)}. Write the action "
                     f"(e.g. with a policy or env.rand_action(td)) before calling step."
                 )
             shape = getattr(action, "shape", None)
@@ -250,7 +262,8 @@ class EnvBase(EnvSpecsMixin, nn.Module, metaclass=EnvMetaclass):
         n = len(self.batch_size)
         for key, leaf in spec.items(True, True):
             full = prefix + ((key,) if isinstance(key, str) else tuple(key))
-            value = data.get(full if len(full) > 1 else full[0], None)
+            full = full if len(full) > 1 else full[0]
+            value = data.get(full, None)
             if value is None or not isinstance(value, torch.Tensor):
                 continue
             if value.dtype != leaf.dtype:
@@ -424,7 +437,7 @@ class EnvBase(EnvSpecsMixin, nn.Module, metaclass=EnvMetaclass):
         if flat:
             drop_next = {(k,) for k in drop_next}
             drop_root = {(k,) for k in drop_root}
-        out = nxt.exclude(*[k[0] if len(k) == 1 else k for k in drop_next]) if drop_next else nxt.copy()
+        out = structure_copy(nxt.exclude(*[k[0] if len(k) == 1 else k for k in drop_next]) if drop_next else nxt)
         prune_emptied(out, drop_next)
         merge_missing(out, next_tensordict, drop_root, ())
         return out
@@ -455,9 +468,17 @@ class EnvBase(EnvSpecsMixin, nn.Module, metaclass=EnvMetaclass):
         if tensordict is None:
             return self.full_action_spec.rand()
         extra = tensordict.batch_size[: tensordict.batch_dims - len(self.batch_size)]
-        for key, leaf in self._cached("_action_leaves", lambda: list(self.full_action_spec.items(True, True))):
+        leaves = self._cached("_action_leaves", self._random_action_leaves)
+        if leaves is None:  # heterogeneous actions: sample the whole Composite at once
+            tensordict.update(self.full_action_spec.rand(extra) if extra else self.full_action_spec.rand())
+            return tensordict
+        for key, leaf in leaves:
             fast_set(tensordict, key, leaf.rand(extra) if extra else leaf.rand())
         return tensordict
+
+    def _random_action_leaves(self):
+        leaves = list(self.full_action_spec.items(True, True))
+        return None if any(-1 in leaf.shape for _, leaf in leaves) else leaves
 
     def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """A step with a random action; resets first when no tensordict is given."""
@@ -467,13 +488,12 @@ class EnvBase(EnvSpecsMixin, nn.Module, metaclass=EnvMetaclass):
 
     def fake_tensordict(self) -> TensorDictBase:
         """Zero-filled data with exactly the structure of a step's output (for checks and buffers)."""
-        state = self.full_state_spec.zero()
-        obs = self.full_observation_spec.zero()
-        action = self.full_action_spec.zero()
-        done = self.full_done_spec.zero()
-        reward = self.full_reward_spec.zero()
-        td = state.update(obs).update(done).update(action)
-        nxt = obs.clone().update(done.clone()).update(reward).update(self.full_state_spec.zero())
+        td = self.full_state_spec.zero()
+        for spec in (self.full_observation_spec, self.full_done_spec, self.full_action_spec):
+            td.update(spec.zero())
+        nxt = self.full_observation_spec.zero()
+        nxt.update(self.full_done_spec.zero())
+        nxt.update(self.full_reward_spec.zero())
         td.set("next", nxt)
         return td
 

@@ -13,7 +13,7 @@ from torchrl._exploration import ExplorationType, exploration_type, set_explorat
 from torchrl.data.tensor_specs import Composite, NonTensor, TensorSpec, Unbounded
 from torchrl.envs._check_env import check_env_specs
 from torchrl.envs._done import DONE_NAMES, as_tuple, from_tuple
-from torchrl.envs._step_mdp import merge_missing, prune_emptied
+from torchrl.envs._step_mdp import merge_missing, prune_emptied, structure_copy
 
 __all__ = [
     "ExplorationType",
@@ -96,7 +96,7 @@ def step_mdp(
         dropped_from_next |= {as_tuple(k) for k in reward_list}
     if exclude_done:
         dropped_from_next |= {as_tuple(k) for k in done_list}
-    out = nxt.exclude(*[from_tuple(k) for k in dropped_from_next]) if dropped_from_next else nxt.copy()
+    out = structure_copy(nxt.exclude(*[from_tuple(k) for k in dropped_from_next]) if dropped_from_next else nxt)
     prune_emptied(out, dropped_from_next)
     if keep_other:
         root_exclude = set(dropped_from_next) | {as_tuple(k) for k in reward_list} | {as_tuple(k) for k in done_list}

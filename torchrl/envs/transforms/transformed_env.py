@@ -207,6 +207,9 @@ class TransformedEnv(EnvBase):
             tensordict = TensorDict(batch_size=out.batch_size, device=out.device)
         return transform._reset(tensordict, out)
 
+    def _fix_shapes(self, next_td: TensorDictBase) -> None:
+        """No-op: the base env fixed its own outputs, and transforms write entries in their spec's shape."""
+
     def _check_open(self) -> None:
         if self.__dict__["_base"].is_closed:
             raise RuntimeError(f"TransformedEnv({type(self.base_env).__name__}) is closed.")

@@ -1,0 +1,244 @@
+"""``EnvBase.rollout``: every option, the time layout, and step_mdp consistency across steps."""
+from __future__ import annotations
+
+import pytest
+import torch
+from tensordict import LazyStackedTensorDict, TensorDict
+from tensordict.nn import TensorDictModule
+from torch import nn
+
+from torchrl.envs import PendulumEnv
+from torchrl.testing import (
+    ContinuousActionVecMockEnv,
+    CountingEnv,
+    CountingEnvCountPolicy,
+    MultiKeyCountingEnv,
+    MultiKeyCountingEnvPolicy,
+)
+
+
+class AlternatingPolicy:
+    """Counts every step in env 0 and every other step in env 1 (so env 1 finishes later)."""
+
+    def __init__(self):
+        self.t = 0
+
+    def __call__(self, td):
+        second = 1 if self.t % 2 == 0 else 0
+        td["action"] = torch.tensor([[1], [second]], dtype=torch.int8)
+        self.t += 1
+        return td
+
+
+class TestLength:
+    def test_max_steps(self):
+        env = CountingEnv(max_steps=100)
+        data = env.rollout(7)
+        assert data.batch_size == (7,)
+
+    def test_time_is_the_last_batch_dim(self):
+        env = CountingEnv(max_steps=100, batch_size=[2, 3])
+        data = env.rollout(4)
+        assert data.batch_size == (2, 3, 4)
+        assert data["next", "observation"].shape == (2, 3, 4, 1)
+
+    def test_max_steps_must_be_positive(self):
+        with pytest.raises(ValueError, match="max_steps must be >= 1, got 0"):
+            CountingEnv().rollout(0)
+
+    def test_consecutive_steps_are_linked_by_step_mdp(self):
+        torch.manual_seed(0)
+        env = PendulumEnv(batch_size=[2])
+        data = env.rollout(6)
+        assert torch.equal(data["observation"][:, 1:], data["next", "observation"][:, :-1])
+        assert torch.equal(data["th"][:, 1:], data["next", "th"][:, :-1])
+        assert "action" not in data["next"].keys() and "reward" not in data.keys()
+
+
+class TestPolicy:
+    def test_policy_is_used(self):
+        env = CountingEnv(max_steps=3)
+        data = env.rollout(10, CountingEnvCountPolicy(env.action_spec))
+        assert (data["action"] == 1).all()
+        assert data["next", "observation"].squeeze(-1).tolist() == [1, 2, 3, 4]
+
+    def test_no_policy_draws_random_actions_from_the_spec(self):
+        torch.manual_seed(0)
+        env = PendulumEnv()
+        data = env.rollout(50)
+        action = data["action"]
+        assert ((action >= -2) & (action <= 2)).all()
+        assert action.std() > 0.5
+
+    def test_policy_returning_none_edits_in_place(self):
+        env = CountingEnv(max_steps=2)
+
+        def policy(td):
+            td["action"] = torch.ones(1, dtype=torch.int8)
+
+        assert env.rollout(10, policy).shape == (3,)
+
+    def test_nn_policy_on_observation(self):
+        torch.manual_seed(0)
+        env = PendulumEnv()
+        policy = TensorDictModule(nn.Sequential(nn.Linear(3, 1), nn.Tanh()), in_keys=["observation"], out_keys=["action"])
+        data = env.rollout(5, policy)
+        expected = policy.module(data["observation"])
+        torch.testing.assert_close(data["action"], expected)
+
+    def test_trust_policy_gives_the_same_data(self):
+        env = CountingEnv(max_steps=3)
+        policy = CountingEnvCountPolicy(env.action_spec)
+        a = env.rollout(10, policy)
+        b = env.rollout(10, policy, trust_policy=True)
+        assert (a == b).all()
+
+    def test_auto_cast_to_device_moves_data_to_the_policy_device(self):
+        seen = []
+
+        class Recorder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weight = nn.Parameter(torch.zeros(1))
+
+            def forward(self, td):
+                seen.append(td.device)
+                td["action"] = torch.ones(td.batch_size + (1,), dtype=torch.int8, device=self.weight.device)
+                return td
+
+        env = CountingEnv(max_steps=100)  # device-less env
+        env.rollout(2, Recorder(), auto_cast_to_device=True)
+        assert seen == [torch.device("cpu")] * 2
+        seen.clear()
+        env.rollout(2, Recorder())
+        assert seen == [None, None]
+
+    def test_actions_are_replayed(self):
+        env = CountingEnv(max_steps=100)
+        actions = [torch.tensor([1], dtype=torch.int8), torch.tensor([0], dtype=torch.int8), torch.tensor([1], dtype=torch.int8)]
+        data = env.rollout(3, actions=actions)
+        assert data["next", "observation"].squeeze(-1).tolist() == [1, 1, 2]
+        with pytest.raises(ValueError, match="`actions` ran out before max_steps"):
+            env.rollout(5, actions=actions)
+        with pytest.raises(ValueError, match="pass either a policy or actions, not both"):
+            env.rollout(3, CountingEnvCountPolicy(env.action_spec), actions=actions)
+
+
+class TestCallback:
+    def test_called_after_every_step_with_env_and_data(self):
+        env = CountingEnv(max_steps=100, batch_size=[2])
+        calls = []
+        env.rollout(3, CountingEnvCountPolicy(env.action_spec), callback=lambda e, td: calls.append((e, td["next", "observation"].clone())))
+        assert [c[0] for c in calls] == [env] * 3
+        assert [c[1].squeeze(-1).tolist() for c in calls] == [[1, 1], [2, 2], [3, 3]]
+
+
+class TestDoneHandling:
+    def test_break_when_any_done_is_the_default(self):
+        env = CountingEnv(max_steps=2, batch_size=[2])
+        data = env.rollout(10, AlternatingPolicy())
+        assert data.shape == (2, 3)
+        assert data["next", "done"][:, -1].squeeze(-1).tolist() == [True, False]
+
+    def test_no_break_resets_finished_envs_and_goes_on(self):
+        env = CountingEnv(max_steps=2, batch_size=[2])
+        data = env.rollout(10, AlternatingPolicy(), break_when_any_done=False)
+        assert data.shape == (2, 10)
+        assert data["next", "observation"][0].squeeze(-1).tolist() == [1, 2, 3, 1, 2, 3, 1, 2, 3, 1]
+        assert data["observation"][0].squeeze(-1).tolist() == [0, 1, 2, 0, 1, 2, 0, 1, 2, 0]
+        assert data["next", "observation"][1].squeeze(-1).tolist() == [1, 1, 2, 2, 3, 0, 1, 1, 2, 2]
+
+    def test_break_when_all_done(self):
+        env = CountingEnv(max_steps=2, batch_size=[2])
+        data = env.rollout(20, AlternatingPolicy(), break_when_all_done=True)
+        # env 1 needs 5 steps to count to 3 (steps 0, 2, 4); env 0 finished at step 2 and restarted
+        assert data.shape == (2, 5)
+        assert data["next", "done"].squeeze(-1).tolist() == [[False, False, True, False, False], [False, False, False, False, True]]
+        assert data["observation"][0].squeeze(-1).tolist() == [0, 1, 2, 0, 1]
+
+    def test_both_breaks_is_an_error(self):
+        with pytest.raises(ValueError, match="break_when_any_done and break_when_all_done cannot both be True"):
+            CountingEnv().rollout(3, break_when_any_done=True, break_when_all_done=True)
+
+    def test_nested_done_groups_break_and_reset(self):
+        torch.manual_seed(0)
+        env = MultiKeyCountingEnv(max_steps=2, batch_size=[2])
+        policy = MultiKeyCountingEnvPolicy(env.full_action_spec)
+        data = env.rollout(50, policy)
+        last = data["next"][:, -1]
+        assert any(last[k].any() for k in env.done_keys)
+        earlier = data["next"][:, :-1]
+        assert not any(earlier[k].any() for k in env.done_keys)
+
+    def test_set_truncated_marks_the_last_step(self):
+        env = CountingEnv(max_steps=100).add_truncated_keys()
+        data = env.rollout(3, CountingEnvCountPolicy(env.action_spec), set_truncated=True)
+        assert data["next", "truncated"].squeeze(-1).tolist() == [False, False, True]
+        assert data["next", "done"].squeeze(-1).tolist() == [False, False, True]
+        assert data["next", "terminated"].squeeze(-1).tolist() == [False, False, False]
+
+    def test_set_truncated_keeps_a_real_termination(self):
+        env = CountingEnv(max_steps=1).add_truncated_keys()
+        data = env.rollout(10, CountingEnvCountPolicy(env.action_spec), set_truncated=True)
+        assert data.shape == (2,)
+        assert data["next", "terminated"][-1].item() is True
+        assert data["next", "truncated"][-1].item() is False
+
+    def test_set_truncated_needs_truncated_keys(self):
+        with pytest.raises(RuntimeError, match=r"no 'truncated' entry next to 'done'; call env.add_truncated_keys\(\) first"):
+            CountingEnv().rollout(3, set_truncated=True)
+
+    def test_truncated_episodes_of_a_mock_env(self):
+        env = ContinuousActionVecMockEnv(max_steps=3, batch_size=[2])
+        data = env.rollout(7, break_when_any_done=False)
+        assert data["next", "truncated"][0].squeeze(-1).tolist() == [False, False, True] * 2 + [False]
+        assert not data["next", "terminated"].any()
+        assert torch.equal(data["next", "done"], data["next", "truncated"])
+
+
+class TestInputOutput:
+    def test_tensordict_entries_are_carried_through(self):
+        env = CountingEnv(max_steps=100, batch_size=[2])
+        start = TensorDict(hidden=torch.tensor([[5.0], [6.0]]), batch_size=[2])
+        data = env.rollout(3, tensordict=start)
+        assert data["hidden"].squeeze(-1).tolist() == [[5.0] * 3, [6.0] * 3]
+
+    def test_tensordict_with_reset_mask_resets_only_masked_envs(self):
+        env = CountingEnv(max_steps=100, batch_size=[2])
+        env.rollout(3, CountingEnvCountPolicy(env.action_spec))
+        start = TensorDict(_reset=torch.tensor([[True], [False]]), batch_size=[2])
+        data = env.rollout(1, CountingEnvCountPolicy(env.action_spec), tensordict=start)
+        assert data["observation"].squeeze(-1).tolist() == [[0], [3]]
+
+    def test_no_auto_reset_continues_from_the_tensordict(self):
+        env = CountingEnv(max_steps=100)
+        policy = CountingEnvCountPolicy(env.action_spec)
+        first = env.rollout(2, policy)
+        start = env.step_mdp(first[-1])
+        second = env.rollout(2, policy, auto_reset=False, tensordict=start)
+        assert second["observation"].squeeze(-1).tolist() == [2, 3]
+
+    def test_no_auto_reset_needs_a_tensordict(self):
+        with pytest.raises(ValueError, match="auto_reset=False requires an initial `tensordict`"):
+            CountingEnv().rollout(2, auto_reset=False)
+
+    def test_return_contiguous(self):
+        env = CountingEnv(max_steps=100)
+        policy = CountingEnvCountPolicy(env.action_spec)
+        lazy = env.rollout(3, policy, return_contiguous=False)
+        assert isinstance(lazy, LazyStackedTensorDict)
+        dense = env.rollout(3, policy)
+        assert type(dense) is TensorDict
+        assert lazy["next", "observation"].squeeze(-1).tolist() == [1, 2, 3]
+
+    def test_out_is_filled_and_returned(self):
+        env = CountingEnv(max_steps=100, batch_size=[2])
+        policy = CountingEnvCountPolicy(env.action_spec)
+        out = env.rollout(3, policy).zero_()
+        result = env.rollout(3, policy, out=out)
+        assert result is out
+        assert out["next", "observation"].squeeze(-1).tolist() == [[1, 2, 3], [1, 2, 3]]
+
+    def test_storing_device(self):
+        data = CountingEnv().rollout(2, storing_device="cpu")
+        assert data.device == torch.device("cpu")
