@@ -20,10 +20,23 @@ MODULES_LATER = [
     "OnlineDTActor", "GPT2RewardModel", "LLMMaskedCategorical",
 ]
 
+ENV_TRANSFORMS = [
+    "CatTensors", "ClipTransform", "Compose", "DTypeCastTransform", "DeviceCastTransform", "DoubleToFloat",
+    "InitTracker", "ObservationNorm", "ObservationTransform", "RewardClipping", "RewardScaling", "RewardSum",
+    "SqueezeTransform", "StepCounter", "Transform", "TransformedEnv", "UnsqueezeTransform", "VecNorm",
+]
+ENV_NAMES = [
+    "EnvBase", "ExplorationType", "MarlGroupMapType", "PendulumEnv", "TicTacToeEnv", "check_env_specs",
+    "check_marl_grouping", "exploration_type", "get_available_libraries", "make_composite_from_td",
+    "set_exploration_type", "step_mdp", "terminated_or_truncated",
+]
+
 SCOPE: dict[str, list[str] | str | tuple[str, list[str]]] = {
     "torchrl": "all",
     "torchrl.data.tensor_specs": SPEC_NAMES,
     "torchrl.objectives.value.functional": "all",
+    "torchrl.envs.transforms": ENV_TRANSFORMS,
+    "torchrl.envs": ENV_TRANSFORMS + ENV_NAMES,
     "torchrl.testing": ["get_default_devices", "get_available_devices", "retry", "rand_reset"],
     "torchrl.testing.mocking_classes": [
         "CountingEnv", "NestedCountingEnv", "CountingEnvCountPolicy", "ContinuousActionVecMockEnv",

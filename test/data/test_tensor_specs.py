@@ -615,3 +615,14 @@ def test_pickle_and_deepcopy(leaf):
 
     for out in (pickle.loads(pickle.dumps(leaf)), copy.deepcopy(leaf)):
         assert out == leaf and type(out) is type(leaf) and out.is_in(out.rand())
+
+
+def test_squeeze_and_reshape_to_scalar_shape():
+    import torch
+
+    from torchrl.data import Bounded
+
+    spec = Bounded(-1, 1, shape=(1,))
+    assert spec.squeeze(0).shape == torch.Size([])
+    assert spec.reshape(()).shape == torch.Size([])
+    assert spec.squeeze(0).is_in(torch.tensor(0.5))

@@ -24,6 +24,7 @@ from torchrl._td import fast_get, fast_set
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs._check_env import check_env_specs
 from torchrl.envs._step_mdp import fast_step_mdp, merge_missing, prune_emptied, structure_copy
+from torchrl.envs._env_extras import EnvExtrasMixin
 from torchrl.envs._env_specs import EnvSpecsMixin
 from torchrl.envs._rollout import rollout as _rollout
 from torchrl.envs._seeding import next_seed
@@ -68,7 +69,7 @@ def _require_hook(name: str) -> Callable:
     return hook
 
 
-class EnvBase(EnvSpecsMixin, nn.Module, metaclass=EnvMetaclass):
+class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
     """Abstract environment: TensorDict in, TensorDict out, shapes and types described by specs.
 
     Keyword Args:

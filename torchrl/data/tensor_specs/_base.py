@@ -301,7 +301,7 @@ class TensorSpec:
         if not dims:
             return self
         new_batch = torch.Size([s for i, s in enumerate(self.shape[:bnd]) if i not in dims])
-        return self._with_batch(new_batch, lambda v: v.reshape(*new_batch, *v.shape[bnd:]))
+        return self._with_batch(new_batch, lambda v: v.reshape(torch.Size((*new_batch, *v.shape[bnd:]))))
 
     def unsqueeze(self: T, dim: int) -> T:
         """Inserts a singleton dim at ``dim`` (which must fall among the batch dims)."""
@@ -328,7 +328,7 @@ class TensorSpec:
         if new.numel() != self.shape.numel() or (f and new[len(new) - f :] != self.shape[bnd:]):
             raise ValueError(f"{type(self).__name__}.reshape: cannot reshape {self.shape} into {new}.")
         nb = new[: len(new) - f]
-        return self._with_batch(nb, lambda v: v.reshape(*nb, *v.shape[bnd:]))
+        return self._with_batch(nb, lambda v: v.reshape(torch.Size((*nb, *v.shape[bnd:]))))
 
     def view(self: T, *shape) -> T:
         """Same as :meth:`reshape`."""

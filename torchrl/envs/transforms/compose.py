@@ -162,7 +162,9 @@ class Compose(Transform):
             tensordict = t._inv_call(tensordict)
         return tensordict
 
-    def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
+    def inv(self=None, tensordict=None, **kwargs):
+        if tensordict is None:
+            return super().inv(**kwargs)
         if not self._has_inverse:
             return tensordict
         return self._inv_call(tensordict.copy())

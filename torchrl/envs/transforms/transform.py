@@ -20,7 +20,7 @@ import copy
 from typing import Any, Sequence
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 from torch import nn
 
@@ -35,6 +35,14 @@ def _key_list(keys: NestedKey | Sequence[NestedKey] | None) -> list[NestedKey]:
     if isinstance(keys, (str, tuple)):
         return [keys]
     return [k if isinstance(k, str) else tuple(k) for k in keys]
+
+
+def _call_with_tensors(transform, fn, tensors: dict, out_keys: list):
+    if not tensors:
+        raise TypeError(f"{type(transform).__name__}: pass a TensorDict or tensors by name (e.g. observation=obs).")
+    td = fn(TensorDict(tensors, batch_size=[]))
+    values = tuple(td.get(k) for k in out_keys)
+    return values[0] if len(values) == 1 else values
 
 
 class Transform(nn.Module):
@@ -148,8 +156,14 @@ class Transform(nn.Module):
             next_tensordict.set(out_key, self._apply_transform(value))
         return next_tensordict
 
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Applies the transform to ``tensordict`` outside an env (e.g. on replay-buffer samples)."""
+    def forward(self=None, tensordict=None, **kwargs):
+        """Applies the transform to ``tensordict`` outside an env (e.g. on replay-buffer samples).
+
+        Tensors may also be passed by name, ``transform(observation=obs)``; the transformed ``out_keys``
+        are then returned (one tensor, or a tuple).
+        """
+        if tensordict is None:
+            return _call_with_tensors(self, self._call, kwargs, self.out_keys)
         return self._call(tensordict)
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
@@ -177,9 +191,14 @@ class Transform(nn.Module):
             tensordict.set(in_key, self._inv_apply_transform(value))
         return tensordict
 
-    def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Applies the inverse transform to a shallow copy of ``tensordict`` (the input is not modified)."""
-        if not self.in_keys_inv:
+    def inv(self=None, tensordict=None, **kwargs):
+        """Applies the inverse transform to a shallow copy of ``tensordict`` (the input is not modified).
+
+        Tensors may also be passed by name (``transform.inv(action=a)``), returning the ``in_keys_inv``.
+        """
+        if tensordict is None:
+            return _call_with_tensors(self, self._inv_call, kwargs, self.in_keys_inv)
+        if not self._has_inverse:
             return tensordict
         return self._inv_call(tensordict.copy())
 

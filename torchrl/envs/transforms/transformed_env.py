@@ -138,7 +138,11 @@ class TransformedEnv(EnvBase):
 
     def _compute_input_spec(self) -> Composite:
         self.output_spec  # transforms learn the env's structure from the output side first
-        return self.transform.transform_input_spec(self.base_env.input_spec.clone().unlock_(recurse=True))
+        spec = self.transform.transform_input_spec(self.base_env.input_spec.clone().unlock_(recurse=True))
+        # transforms may resolve their inverse keys from the specs: recompute what depends on them
+        if isinstance(self.transform, Compose):
+            self.transform.__dict__["_inverse_flag"] = None
+        return spec
 
     @input_spec.setter
     def input_spec(self, value) -> None:

@@ -1,0 +1,100 @@
+import doctest
+import pytest
+import torch
+from tensordict import TensorDict
+
+from torchrl.envs import PendulumEnv, TransformedEnv, check_env_specs
+from torchrl.envs.transforms.squeeze import SqueezeTransform, UnsqueezeTransform
+from torchrl.envs.transforms import squeeze as squeeze_module
+
+from test.envs.transforms._envs_batch_a import PosVelEnv
+from test.envs.transforms.contract import TransformContract
+
+
+class TestUnsqueeze(TransformContract):
+    def make_transform(self):
+        return UnsqueezeTransform(-2, in_keys=["observation", "reward"], in_keys_inv=["action"])
+
+    def test_shapes_and_specs(self):
+        env = TransformedEnv(PendulumEnv(seed=0, batch_size=[2]), self.make_transform())
+        assert env.observation_spec["observation"].shape == (2, 1, 3)
+        assert env.full_reward_spec["reward"].shape == (2, 1, 1)
+        assert env.full_action_spec["action"].shape == (2, 1, 1)
+        data = env.rollout(3)
+        assert data["next", "observation"].shape == (2, 3, 1, 3)
+        assert data["action"].shape == (2, 3, 1, 1)
+        assert env.transform.dim == -2 and env.transform.unsqueeze_dim == -2
+
+    def test_inverse_round_trip(self):
+        t = UnsqueezeTransform(-1, in_keys=["o"], in_keys_inv=["a"])
+        assert t(TensorDict(o=torch.zeros(3)))["o"].shape == (3, 1)
+        assert t.inv(TensorDict(a=torch.zeros(2, 1)))["a"].shape == (2,)
+        with pytest.raises(RuntimeError, match="not a singleton"):
+            t.inv(TensorDict(a=torch.zeros(2, 2)))
+
+    def test_positive_dim_counts_after_env_batch(self):
+        env = TransformedEnv(PendulumEnv(seed=0, batch_size=[2]), UnsqueezeTransform(0, allow_positive_dim=True, in_keys=["observation"]))
+        assert env.observation_spec["observation"].shape == (2, 1, 3)
+        assert env.reset()["observation"].shape == (2, 1, 3)
+        check_env_specs(env, seed=0)
+
+    def test_deprecated_name(self):
+        with pytest.warns(DeprecationWarning, match="unsqueeze_dim"):
+            t = UnsqueezeTransform(unsqueeze_dim=-1, in_keys=["o"])
+        assert t.dim == -1
+
+    def test_errors(self):
+        with pytest.raises(ValueError, match="allow_positive_dim"):
+            UnsqueezeTransform(1, in_keys=["o"])
+        with pytest.raises(ValueError, match="dim must be an int"):
+            UnsqueezeTransform(in_keys=["o"])
+        env = TransformedEnv(PendulumEnv(batch_size=[2]), UnsqueezeTransform(-3, in_keys=["observation"]))
+        with pytest.raises(ValueError, match="batch dims"):
+            env.observation_spec
+
+
+class TestSqueeze(TransformContract):
+    def make_transform(self):
+        return SqueezeTransform(-1, in_keys=["reward"], in_keys_inv=["action"])
+
+    def test_shapes_and_specs(self):
+        env = TransformedEnv(PendulumEnv(seed=0, batch_size=[2]), self.make_transform())
+        assert env.full_reward_spec["reward"].shape == (2,)
+        assert env.full_action_spec["action"].shape == (2,)
+        data = env.rollout(3)
+        assert data["next", "reward"].shape == (2, 3) and data["action"].shape == (2, 3)
+        assert env.transform.squeeze_dim == -1
+
+    def test_round_trip_with_unsqueeze(self):
+        x = torch.randn(4, 1, 3)
+        td = SqueezeTransform(-2, in_keys=["x"], out_keys=["y"])(TensorDict(x=x))
+        td = UnsqueezeTransform(-2, in_keys=["y"], out_keys=["z"])(td)
+        assert td["y"].shape == (4, 3)
+        torch.testing.assert_close(td["z"], x)
+
+    def test_errors(self):
+        env = TransformedEnv(PendulumEnv(), SqueezeTransform(-1, in_keys=["observation"]))
+        with pytest.raises(ValueError, match="not a singleton feature dim"):
+            env.observation_spec
+        with pytest.raises(RuntimeError, match="not a singleton"):
+            SqueezeTransform(-1, in_keys=["o"])(TensorDict(o=torch.zeros(3)))
+        with pytest.raises(TypeError, match="only positional"):
+            SqueezeTransform(-1, ["o"])
+
+
+class TestUnsqueezeNested(TransformContract):
+    def make_env(self, batch_size=()):
+        return PosVelEnv(batch_size=batch_size, seed=0)
+
+    def make_transform(self):
+        return UnsqueezeTransform(-1, in_keys=[("agent", "speed")])
+
+    def test_nested_shape(self):
+        env = TransformedEnv(self.make_env((2,)), self.make_transform())
+        assert env.observation_spec["agent", "speed"].shape == (2, 1, 1)
+        assert env.rollout(2)["next", "agent", "speed"].shape == (2, 2, 1, 1)
+
+
+def test_doctests():
+    result = doctest.testmod(squeeze_module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

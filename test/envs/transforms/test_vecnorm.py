@@ -1,0 +1,185 @@
+import doctest
+import multiprocessing
+
+import pytest
+import torch
+from tensordict import TensorDict
+
+from torchrl.envs import Compose, PendulumEnv, TransformedEnv
+from torchrl.envs.transforms.observation_norm import ObservationNorm
+from torchrl.envs.transforms.vecnorm import VecNorm
+from torchrl.envs.transforms import vecnorm as vecnorm_module
+
+from test.envs.transforms._envs_batch_a import PosVelEnv
+from test.envs.transforms.contract import TransformContract
+
+
+def _obs(*rows):
+    return TensorDict(obs=torch.tensor(rows, dtype=torch.float32).reshape(len(rows), -1), batch_size=[len(rows)])
+
+
+class TestVecNorm(TransformContract):
+    def make_transform(self):
+        return VecNorm(in_keys=["observation", "reward"], decay=0.99)
+
+    def test_known_answer_cumulative(self):
+        t = VecNorm(in_keys=["obs"], decay=1.0)
+        assert t(_obs(1.0, 3.0))["obs"].squeeze(-1).tolist() == [-1.0, 1.0]  # mean 2, std 1
+        out = t(_obs(5.0))["obs"].item()  # sum 9, ssq 35, count 3: mean 3, var 35/3 - 9
+        assert out == pytest.approx(2.0 / (35 / 3 - 9) ** 0.5, rel=1e-5)
+        assert t.loc["obs"].item() == pytest.approx(3.0)
+
+    def test_known_answer_decay(self):
+        t = VecNorm(in_keys=["obs"], decay=0.5)
+        t(_obs(2.0))
+        out = t(_obs(4.0))["obs"].item()  # sum 5, ssq 18, count 1.5
+        mean, var = 5 / 1.5, 18 / 1.5 - (5 / 1.5) ** 2
+        assert out == pytest.approx((4 - mean) / var**0.5, rel=1e-5)
+        assert t._td["obs_count"].item() == pytest.approx(1.5)
+
+    def test_eps_floors_std(self):
+        t = VecNorm(in_keys=["obs"], eps=0.25)
+        assert t(_obs(1.0, 1.0))["obs"].abs().max().item() == 0.0
+        assert t.scale["obs"].item() == 0.25
+
+    def test_freeze_unfreeze_and_eval(self):
+        t = VecNorm(in_keys=["obs"], decay=1.0)
+        t(_obs(1.0, 3.0))
+        assert t.freeze() is t and t.frozen
+        assert t(_obs(100.0))["obs"].item() == 98.0
+        assert t.loc["obs"].item() == 2.0
+        t.unfreeze().eval()
+        t(_obs(100.0))
+        assert t.loc["obs"].item() == 2.0  # eval mode does not update either
+        t.train()
+        t(_obs(5.0))
+        assert t.loc["obs"].item() == 3.0
+
+    def test_frozen_copy_follows_source(self):
+        t = VecNorm(in_keys=["obs"], decay=1.0)
+        with pytest.raises(RuntimeError, match="not initialized"):
+            t.frozen_copy()
+        t(_obs(1.0, 3.0))
+        copy = t.frozen_copy()
+        assert copy.frozen and not t.frozen
+        copy(_obs(50.0))
+        assert t.loc["obs"].item() == 2.0  # the copy never updates
+        t(_obs(5.0))
+        assert copy.loc["obs"].item() == 3.0  # but it reads the source's statistics
+
+    def test_to_observation_norm(self):
+        t = VecNorm(in_keys=["obs"], decay=1.0)
+        t(_obs(1.0, 2.0, 6.0))
+        norm = t.to_observation_norm()
+        assert isinstance(norm, ObservationNorm) and norm.standard_normal
+        data = _obs(4.0, -1.0)
+        expected = t.freeze()(data.clone())["obs"]
+        torch.testing.assert_close(norm(data.clone())["obs"], expected)
+        t(_obs(100.0))  # later updates do not reach the static copy (t is frozen here anyway)
+        two = VecNorm(in_keys=["a", "b"])
+        two(TensorDict(a=torch.ones(2, 1), b=torch.zeros(2, 2), batch_size=[2]))
+        both = two.to_observation_norm()
+        assert isinstance(both, Compose) and [n.in_keys for n in both] == [["a"], ["b"]]
+
+    def test_denorm_round_trip(self):
+        t = VecNorm(in_keys=["obs"], out_keys=["obs_n"], decay=1.0)
+        t(_obs(1.0, 2.0, 6.0))
+        t.freeze()
+        td = t(_obs(4.0, -1.0))
+        td["obs"] = torch.zeros_like(td["obs"])
+        torch.testing.assert_close(t.denorm(td)["obs"].squeeze(-1), torch.tensor([4.0, -1.0]))
+
+    def test_state_dict_round_trip_in_place(self):
+        t = VecNorm(in_keys=["obs"], decay=1.0)
+        t(_obs(1.0, 3.0))
+        fresh = VecNorm(in_keys=["obs"])
+        fresh.load_state_dict(t.state_dict())
+        assert fresh.loc["obs"].item() == 2.0 and fresh.scale["obs"].item() == 1.0
+        shared = VecNorm.build_td_for_shared_vecnorm(PendulumEnv(), keys=["reward"])
+        holder = VecNorm(in_keys=["reward"], shared_td=shared)
+        holder.load_state_dict(_trained_reward_state())
+        assert holder._td is shared and shared["reward_sum"].item() == 2.0  # restored in place
+
+    def test_batched_env_counts_every_sub_env(self):
+        env = TransformedEnv(PendulumEnv(seed=0, batch_size=[3]), VecNorm(decay=1.0))
+        env.rollout(2)
+        assert env.transform._td["observation_count"].item() == 9.0  # reset (3) + 2 steps (6)
+        assert env.transform._td["reward_count"].item() == 6.0
+
+    def test_missing_key_raises(self):
+        with pytest.raises(KeyError, match="reward.* not found"):
+            VecNorm()(TensorDict(observation=torch.zeros(1, 3), batch_size=[1]))
+
+    def test_shape_mismatch_raises(self):
+        t = VecNorm(in_keys=["obs"])
+        t(_obs(1.0, 2.0))
+        with pytest.raises(RuntimeError, match="feature shape"):
+            t(TensorDict(obs=torch.zeros(2, 3), batch_size=[2]))
+
+    def test_bad_arguments(self):
+        with pytest.raises(ValueError, match="decay"):
+            VecNorm(decay=0.0)
+        with pytest.raises(ValueError, match="shapes"):
+            VecNorm(in_keys=["a", "b"], shapes=[(1,)])
+
+
+def _trained_reward_state():
+    t = VecNorm(in_keys=["reward"], decay=1.0)
+    t(TensorDict(reward=torch.tensor([[2.0]]), batch_size=[1]))
+    return t.state_dict()
+
+
+class TestVecNormNested(TransformContract):
+    def make_env(self, batch_size=()):
+        return PosVelEnv(batch_size=batch_size, seed=0)
+
+    def make_transform(self):
+        return VecNorm(in_keys=[("agent", "speed"), "position"], decay=0.9)
+
+    def test_nested_statistics_entries(self):
+        t = self.make_transform()
+        env = TransformedEnv(self.make_env(), t)
+        env.rollout(3)
+        assert set(t._td.keys(True, True)) >= {("agent", "speed_sum"), ("agent", "speed_ssq"), ("agent", "speed_count"), "position_sum"}
+        assert env.observation_spec["agent", "speed"].__class__.__name__ == "UnboundedContinuous"
+
+
+def _child_step(vecnorm):
+    vecnorm(TensorDict(observation=torch.full((4, 3), 2.0), batch_size=[4]))
+
+
+class TestSharedVecNorm:
+    def test_build_td(self):
+        td = VecNorm.build_td_for_shared_vecnorm(PendulumEnv(batch_size=[2]))
+        assert td.is_shared()
+        assert td["observation_sum"].shape == (3,) and td["reward_ssq"].shape == (1,)
+        assert td["observation_count"].shape == ()
+        with pytest.raises(KeyError, match="pixels.* is neither an observation nor a reward"):
+            VecNorm.build_td_for_shared_vecnorm(PendulumEnv(), keys=["pixels"])
+
+    def test_instances_share_statistics(self):
+        td = VecNorm.build_td_for_shared_vecnorm(PendulumEnv(), keys=["observation"])
+        a = VecNorm(in_keys=["observation"], shared_td=td, decay=1.0)
+        b = VecNorm(in_keys=["observation"], shared_td=td, decay=1.0)
+        a(TensorDict(observation=torch.ones(2, 3), batch_size=[2]))
+        assert b.loc["observation"].tolist() == [1.0, 1.0, 1.0]
+        assert td["observation_count"].item() == 2.0
+
+    def test_shared_across_processes(self):
+        td = VecNorm.build_td_for_shared_vecnorm(PendulumEnv(), keys=["observation"])
+        t = VecNorm(in_keys=["observation"], shared_td=td, decay=1.0)
+        proc = multiprocessing.get_context("fork").Process(target=_child_step, args=(t,))
+        proc.start()
+        proc.join(30)
+        assert proc.exitcode == 0
+        assert td["observation_count"].item() == 4.0
+        assert t.loc["observation"].tolist() == [2.0, 2.0, 2.0]
+
+    def test_unshared_td_rejected(self):
+        with pytest.raises(RuntimeError, match="shared memory"):
+            VecNorm(shared_td=TensorDict(observation_sum=torch.zeros(3)))
+
+
+def test_doctests():
+    result = doctest.testmod(vecnorm_module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

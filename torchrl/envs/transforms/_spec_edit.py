@@ -1,0 +1,159 @@
+"""Spec and key helpers shared by the value transforms (casts, affine maps, clipping, reshapes).
+
+A transform that maps ``in_keys`` to ``out_keys`` entry by entry edits the specs the same way: find the
+part of ``output_spec`` (observation / reward / done) or ``input_spec`` (action / state) that holds the
+key, and write the transformed leaf at the output key of the same part. These helpers do that once, so
+every transform states only how one leaf changes.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import torch
+from tensordict import TensorDictBase
+from tensordict.utils import NestedKey
+
+from torchrl._td import fast_get, fast_set
+from torchrl.data.tensor_specs import Bounded, Composite, TensorSpec, Unbounded
+
+__all__ = [
+    "INPUT_PARTS",
+    "OUTPUT_PARTS",
+    "affine_spec",
+    "clip_spec",
+    "edit_leaves",
+    "find_part",
+    "key_pairs",
+    "map_keys",
+    "notify_specs_changed",
+]
+
+OUTPUT_PARTS = ("full_observation_spec", "full_reward_spec", "full_done_spec")
+INPUT_PARTS = ("full_action_spec", "full_state_spec")
+
+
+def find_part(root: Composite, parts: Iterable[str], key: NestedKey) -> str | None:
+    """The name of the first part of ``root`` holding ``key`` (``None`` when no part does)."""
+    for part in parts:
+        sub = root.get(part, None)
+        if sub is not None and key in sub:
+            return part
+    return None
+
+
+def edit_leaves(
+    root: Composite,
+    parts: Iterable[str],
+    pairs: Iterable[tuple[NestedKey, NestedKey]],
+    fn: Callable[[TensorSpec], TensorSpec],
+    *,
+    move: bool = False,
+) -> list[NestedKey]:
+    """Writes ``fn(leaf)`` at ``out_key`` (same part as ``in_key``) for every pair found in ``root``.
+
+    With ``move``, a renamed ``in_key`` is removed (used on the input side: the outside writes ``out_key``
+    and the transform produces ``in_key`` for the base env). Empty ``parts`` edit ``root`` itself.
+    Returns the ``in_keys`` that were not found.
+    """
+    parts = tuple(parts)
+    missing = []
+    for in_key, out_key in pairs:
+        if parts:
+            part = find_part(root, parts, in_key)
+            sub = root[part] if part is not None else None
+        else:
+            sub = root if in_key in root else None
+        if sub is None:
+            missing.append(in_key)
+            continue
+        leaf = sub[in_key]
+        if move and out_key != in_key:
+            del sub[in_key]
+        sub[out_key] = fn(leaf)
+    return missing
+
+
+def key_pairs(transform, inverse: bool = False) -> tuple[tuple[NestedKey, NestedKey], ...]:
+    """``((in_key, out_key), ...)`` of a transform, cached until its key lists are replaced."""
+    d = transform.__dict__
+    names = ("_in_keys_inv", "_out_keys_inv") if inverse else ("_in_keys", "_out_keys")
+    src_in, src_out = d.get(names[0]), d.get(names[1])
+    slot = "_pairs_inv_cache" if inverse else "_pairs_cache"
+    cached = d.get(slot)
+    if cached is not None and cached[0] is src_in and cached[1] is src_out:
+        return cached[2]
+    if inverse:
+        pairs = tuple(zip(transform.in_keys_inv, transform.out_keys_inv))
+    else:
+        pairs = tuple(zip(transform.in_keys, transform.out_keys))
+    d[slot] = (src_in, src_out, pairs)
+    return pairs
+
+
+def map_keys(
+    tensordict: TensorDictBase,
+    pairs: Iterable[tuple[NestedKey, NestedKey]],
+    fn: Callable[[torch.Tensor], torch.Tensor],
+    *,
+    strict: bool,
+    owner: str,
+) -> TensorDictBase:
+    """``tensordict[out] = fn(tensordict[in])`` for every pair; a missing ``in`` raises only when ``strict``."""
+    for src, dst in pairs:
+        value = fast_get(tensordict, src)
+        if value is None:
+            if strict:
+                raise KeyError(
+                    f"{owner}: key {src!r} not found; available keys: "
+                    f"{sorted(map(str, tensordict.keys(include_nested=True, leaves_only=True)))}. Pass the keys "
+                    f"the data holds, or call set_missing_tolerance(True) to skip absent entries."
+                )
+            continue
+        fast_set(tensordict, dst, fn(value))
+    return tensordict
+
+
+def affine_spec(spec: TensorSpec, fn: Callable[[torch.Tensor], torch.Tensor], dtype: torch.dtype | None = None) -> TensorSpec:
+    """The spec of ``fn(x)`` for ``x`` in ``spec``, ``fn`` being an elementwise affine (monotonic) map.
+
+    Bounded specs keep finite bounds (``fn`` applied to both ends, reordered when ``fn`` decreases);
+    anything else becomes ``Unbounded`` of the same shape.
+    """
+    dtype = dtype or (spec.dtype if spec.dtype.is_floating_point else torch.get_default_dtype())
+    if isinstance(spec, Bounded):
+        a = fn(spec.low.to(dtype))
+        b = fn(spec.high.to(dtype))
+        a, b = torch.broadcast_tensors(a, b)
+        low, high = torch.minimum(a, b), torch.maximum(a, b)
+        if low.shape == spec.shape:
+            return Bounded(low, high, shape=spec.shape, device=spec.device, dtype=dtype)
+    return Unbounded(shape=spec.shape, device=spec.device, dtype=dtype)
+
+
+def clip_spec(spec: TensorSpec, low, high) -> TensorSpec:
+    """The spec of ``x.clamp(low, high)`` for ``x`` in ``spec`` (``None`` leaves a side open).
+
+    Clamping is monotonic, so the new bounds are the old ones clamped (unbounded sides start at +-inf,
+    or at the integer dtype's limits).
+    """
+    if not isinstance(spec, (Bounded, Unbounded)):
+        return spec
+    dtype, device = spec.dtype, spec.space.low.device
+
+    def as_bound(b):
+        return None if b is None else torch.as_tensor(b, device=device).to(dtype)
+
+    lo, hi = as_bound(low), as_bound(high)
+    new_low = spec.space.low.clamp(lo, hi)
+    new_high = spec.space.high.clamp(lo, hi)
+    if isinstance(spec, Unbounded) and torch.equal(new_low, spec.space.low) and torch.equal(new_high, spec.space.high):
+        return spec.clone()
+    new_low, new_high = torch.broadcast_tensors(new_low, new_high)
+    return Bounded(new_low.expand(spec.shape), new_high.expand(spec.shape), shape=spec.shape, device=spec.device, dtype=dtype)
+
+
+def notify_specs_changed(transform) -> None:
+    """Tells the container chain of ``transform`` that its specs must be recomputed."""
+    container = transform.container
+    if container is not None and hasattr(container, "_transforms_changed"):
+        container._transforms_changed()
