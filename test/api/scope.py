@@ -24,6 +24,8 @@ ENV_TRANSFORMS = [
     "CatTensors", "ClipTransform", "Compose", "DTypeCastTransform", "DeviceCastTransform", "DoubleToFloat",
     "InitTracker", "ObservationNorm", "ObservationTransform", "RewardClipping", "RewardScaling", "RewardSum",
     "SqueezeTransform", "StepCounter", "Transform", "TransformedEnv", "UnsqueezeTransform", "VecNorm",
+    "ActionMask", "AutoResetEnv", "AutoResetTransform", "ExcludeTransform", "FrameSkipTransform", "NoopResetEnv",
+    "RenameTransform", "SelectTransform", "TensorDictPrimer", "TrajCounter",
 ]
 ENV_NAMES = [
     "EnvBase", "ExplorationType", "MarlGroupMapType", "PendulumEnv", "TicTacToeEnv", "check_env_specs",

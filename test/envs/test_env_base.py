@@ -573,3 +573,16 @@ class TestBadInput:
         env = BadReward()
         with pytest.raises(ValueError, match=r"BadReward._step returned 'reward' with shape \(3,\); the spec expects \(1,\)"):
             env.rand_step(env.reset())
+
+
+def test_step_keeps_next_entries_written_by_the_policy():
+    import torch
+
+    from torchrl.envs import PendulumEnv
+
+    env = PendulumEnv(seed=0)
+    td = env.rand_action(env.reset())
+    td["next", "h"] = torch.ones(1)
+    env.step(td)
+    assert td["next", "h"].tolist() == [1.0]
+    assert "observation" in td["next"].keys()

@@ -300,7 +300,11 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         if d["_run_type_checks"]:
             self._type_check(tensordict, self.full_action_spec, "step")
         next_td = self._step_output(tensordict)
-        if next_td.batch_size == tensordict.batch_size:
+        existing = fast_get(tensordict, "next")
+        if existing is not None:
+            # the policy may have written "next" entries (e.g. recurrent states): keep them, env outputs win
+            existing.update(next_td)
+        elif next_td.batch_size == tensordict.batch_size:
             fast_set(tensordict, "next", next_td)
         else:
             tensordict.set("next", next_td)

@@ -63,3 +63,14 @@ class TestInitTracker(TransformContract):
         data = env.rollout(5, break_when_any_done=False)
         assert data["is_init"][0].squeeze(-1).tolist() == [True, False, True, False, True]
         assert not data["next", "is_init"].any()
+
+
+def test_restart_where_reset_aligns_done_shaped_masks():
+    from torchrl.envs.transforms._groups import restart_where_reset
+    from tensordict import TensorDict
+
+    td = TensorDict({"_reset": torch.tensor([[True], [False]])}, [2])
+    out = restart_where_reset(td, "_reset", torch.tensor([5, 7]), torch.zeros(2, dtype=torch.long))
+    assert out.tolist() == [0, 7]
+    out = restart_where_reset(td, "_reset", torch.ones(2, 3), torch.zeros(2, 3))
+    assert out.tolist() == [[0, 0, 0], [1, 1, 1]]

@@ -91,7 +91,8 @@ class PendulumEnv(EnvBase):
         max_speed = float(td_params["params", "max_speed"].reshape(-1)[0])
         max_torque = float(td_params["params", "max_torque"].reshape(-1)[0])
         self.observation_spec = Composite(
-            th=Bounded(low=-math.pi, high=math.pi, shape=shape, dtype=torch.float32, device=device),
+            # th is not wrapped (as in gymnasium): the pendulum may turn several times
+            th=Unbounded(shape=shape, dtype=torch.float32, device=device),
             thdot=Bounded(low=-max_speed, high=max_speed, shape=shape, dtype=torch.float32, device=device),
             observation=Bounded(
                 low=torch.tensor([-1.0, -1.0, -max_speed], device=device).expand(*shape, 3),
