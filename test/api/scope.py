@@ -33,10 +33,22 @@ ENV_NAMES = [
     "set_exploration_type", "step_mdp", "terminated_or_truncated",
 ]
 
+# Replay-buffer names covered; Ray/remote/redis/LLM/MCTS/H5 and streaming names come with later issues.
+RB_LATER = [
+    "RayReplayBuffer", "RemoteTensorDictReplayBuffer", "StoreStorage", "PromptGroupSampler", "StalenessAwareSampler",
+    "ConsumingSampler", "H5Split", "H5Combine", "H5StorageCheckpointer", "StreamingSliceSampler",
+]
+
+
 SCOPE: dict[str, list[str] | str | tuple[str, list[str]]] = {
     "torchrl": "all",
     "torchrl.data.tensor_specs": SPEC_NAMES,
     "torchrl.objectives.value.functional": "all",
+    "torchrl.data.replay_buffers": ("all", RB_LATER),
+    "torchrl.data.replay_buffers.samplers": ("all", RB_LATER),
+    "torchrl.data.replay_buffers.storages": ("all", RB_LATER),
+    "torchrl.data.replay_buffers.writers": ("all", RB_LATER),
+    "torchrl.data.postprocs": "all",
     "torchrl.envs.transforms": ENV_TRANSFORMS,
     "torchrl.envs": ENV_TRANSFORMS + ENV_NAMES,
     "torchrl.testing": ["get_default_devices", "get_available_devices", "retry", "rand_reset"],

@@ -16,6 +16,8 @@ _LAZY_MODULES = ("torchrl.data.replay_buffers", "torchrl.data.postprocs")
 
 
 def __getattr__(name: str):
+    if name == "__all__":  # ``from torchrl.data import *`` includes the lazily resolved names
+        return _all_names()
     if not name.startswith("_"):
         for module_name in _LAZY_MODULES:
             try:
@@ -31,11 +33,15 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'torchrl.data' has no attribute {name!r}")
 
 
-def __dir__() -> list[str]:
-    names = set(globals()) | set(_spec_names)
+def _all_names() -> list[str]:
+    names = list(_spec_names)
     for module_name in _LAZY_MODULES:
         try:
-            names |= set(importlib.import_module(module_name).__all__)
+            names += list(importlib.import_module(module_name).__all__)
         except ModuleNotFoundError:
             pass
-    return sorted(names)
+    return names
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_all_names()))

@@ -63,6 +63,10 @@ class ClipTransform(Transform):
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         return self._call(tensordict_reset, tolerant=True)  # clipped rewards are absent after a reset
 
+    @property
+    def _has_inverse(self) -> bool:
+        return bool(self.in_keys_inv)
+
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         strict = not self._missing_tolerance
         return map_keys(tensordict, key_pairs(self, inverse=True), self._apply_transform, strict=strict, owner="ClipTransform (inverse)")

@@ -155,6 +155,10 @@ class ObservationNorm(ObservationTransform):
         strict = not (self.__dict__["_default_keys"] or self._missing_tolerance)
         return map_keys(next_tensordict, key_pairs(self), self._apply_transform, strict=strict, owner="ObservationNorm")
 
+    @property
+    def _has_inverse(self) -> bool:
+        return bool(self.in_keys_inv)
+
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         strict = not self._missing_tolerance
         return map_keys(tensordict, key_pairs(self, inverse=True), self._inv_apply_transform, strict=strict, owner="ObservationNorm (inverse)")

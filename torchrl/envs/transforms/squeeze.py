@@ -125,6 +125,10 @@ class UnsqueezeTransform(Transform):
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         return self._call(tensordict_reset, tolerant=True)  # e.g. rewards are absent after a reset
 
+    @property
+    def _has_inverse(self) -> bool:
+        return bool(self.in_keys_inv)
+
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         strict = not self._missing_tolerance
         return map_keys(tensordict, key_pairs(self, inverse=True), self._inv_apply_transform, strict=strict, owner=self._name)

@@ -204,7 +204,8 @@ class Transform(nn.Module):
 
     @property
     def _has_inverse(self) -> bool:
-        return bool(self.in_keys_inv)
+        """Whether ``inv`` may change data: inverse keys are set, or a subclass defines its own inverse."""
+        return bool(self.in_keys_inv) or type(self)._inv_call is not Transform._inv_call
 
     def init(self, tensordict) -> None:
         """Hook run when the transformed env is built (default: nothing)."""

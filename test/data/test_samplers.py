@@ -1,0 +1,375 @@
+"""Samplers of ``torchrl.data.replay_buffers.samplers`` and the pure-torch segment trees."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+from tensordict import TensorDict
+
+from torchrl.data.replay_buffers import (
+    LazyTensorStorage,
+    PrioritizedSampler,
+    PrioritizedSliceSampler,
+    RandomSampler,
+    ReplayBuffer,
+    SamplerEnsemble,
+    SamplerWithoutReplacement,
+    SliceSampler,
+    SliceSamplerWithoutReplacement,
+    StorageEnsemble,
+    TensorDictReplayBuffer,
+    find_start_stop_traj,
+)
+from torchrl.data.replay_buffers.samplers import (
+    MinSegmentTreeFp32,
+    MinSegmentTreeFp64,
+    SumSegmentTreeFp32,
+    SumSegmentTreeFp64,
+)
+
+
+# ---------------------------------------------------------------------------- segment trees
+@settings(max_examples=40, deadline=None)
+@given(
+    size=st.integers(1, 300),
+    branching=st.sampled_from([2, 3, 8, 64]),
+    top=st.sampled_from([1, 4, 16384]),
+    seed=st.integers(0, 1000),
+)
+def test_segment_trees_match_brute_force(size, branching, top, seed):
+    gen = torch.Generator().manual_seed(seed)
+    values = torch.rand(size, generator=gen, dtype=torch.float64) + 0.01
+    sum_tree = SumSegmentTreeFp64(size, branching=branching, top_size=top)
+    min_tree = MinSegmentTreeFp64(size, branching=branching, top_size=top)
+    order = torch.randperm(size, generator=gen)
+    sum_tree[order] = values[order]
+    min_tree.update(order, values[order])
+    left = torch.randint(0, size + 1, (64,), generator=gen)
+    right = torch.randint(0, size + 1, (64,), generator=gen)
+    prefix = torch.cat([torch.zeros(1, dtype=torch.float64), values.cumsum(0)])
+    expected_sum = torch.where(left < right, prefix[right] - prefix[left], 0.0)
+    torch.testing.assert_close(sum_tree.query(left, right), expected_sum)
+    expected_min = torch.tensor(
+        [values[a:b].min().item() if a < b else math.inf for a, b in zip(left.tolist(), right.tolist())],
+        dtype=torch.float64,
+    )
+    assert torch.equal(min_tree.query(left, right), expected_min)
+    mass = torch.rand(128, generator=gen, dtype=torch.float64) * values.sum()
+    expected = torch.searchsorted(values.cumsum(0), mass, right=True).clamp_max(size - 1)
+    assert torch.equal(sum_tree.scan_lower_bound(mass), expected)
+
+
+class TestSegmentTree:
+    def test_api(self):
+        tree = SumSegmentTreeFp32(10, branching=4)
+        assert tree.size == 10 and tree.capacity == 12 and tree.identity_element == 0.0
+        tree[3] = 2.0
+        tree.update(torch.tensor([0, 9]), torch.tensor([1.0, 4.0]))
+        assert tree[3] == 2.0 and tree[torch.tensor([0, 9])].tolist() == [1.0, 4.0]
+        assert tree.query(0, 10) == 7.0 and tree.query(1, 9) == 2.0
+        assert tree.scan_lower_bound(0.5) == 0 and tree.scan_lower_bound(1.0) == 3
+        assert tree.scan_lower_bound(7.0) == 10  # at or above the total: size
+        assert MinSegmentTreeFp32(5).identity_element == math.inf
+
+    def test_repeated_indices_last_write_wins(self):
+        tree = SumSegmentTreeFp32(8)
+        tree.update(torch.tensor([2, 5, 2, 2]), torch.tensor([1.0, 3.0, 7.0, 4.0]))
+        assert tree.leaves.tolist() == [0, 0, 4.0, 0, 0, 3.0, 0, 0]
+        assert tree.query(0, 8) == 7.0
+
+    def test_errors(self):
+        tree = SumSegmentTreeFp64(4)
+        with pytest.raises(IndexError, match=r"indices must lie in \[0, 4\)"):
+            tree.update(torch.tensor([4]), torch.tensor([1.0]))
+        with pytest.raises(ValueError, match="got 2 values for 3 indices"):
+            tree.update(torch.tensor([0, 1, 2]), torch.tensor([1.0, 2.0]))
+
+
+# ---------------------------------------------------------------------------- uniform samplers
+def counting_buffer(n: int, capacity: int, sampler) -> ReplayBuffer:
+    rb = ReplayBuffer(storage=LazyTensorStorage(capacity), sampler=sampler)
+    rb.extend(torch.arange(n))
+    return rb
+
+
+def test_random_sampler_uniform_and_seeded():
+    rb = counting_buffer(10, 20, RandomSampler())
+    draws = rb.sample(20000)
+    counts = torch.bincount(draws, minlength=10).float()
+    assert draws.max() < 10 and (counts / 20000 - 0.1).abs().max() < 0.015
+    rb.set_rng(torch.Generator().manual_seed(3))
+    first = rb.sample(5)
+    rb.set_rng(torch.Generator().manual_seed(3))
+    assert torch.equal(first, rb.sample(5))
+
+
+def test_empty_buffer_error():
+    rb = ReplayBuffer(storage=LazyTensorStorage(10))
+    with pytest.raises(RuntimeError, match="RandomSampler: cannot sample from an empty replay buffer"):
+        rb.sample(4)
+
+
+class TestWithoutReplacement:
+    def test_every_index_once_per_epoch(self):
+        rb = counting_buffer(10, 10, SamplerWithoutReplacement())
+        for _ in range(3):
+            seen = []
+            while True:
+                seen += rb.sample(3).tolist()
+                if rb.sampler.ran_out:
+                    break
+            assert sorted(seen) == list(range(10))
+
+    def test_drop_last_and_shuffle(self):
+        rb = counting_buffer(10, 10, SamplerWithoutReplacement(drop_last=True, shuffle=False))
+        assert rb.sample(4).tolist() == [0, 1, 2, 3]
+        assert rb.sample(4).tolist() == [4, 5, 6, 7]
+        assert rb.sampler.ran_out
+        assert rb.sample(4).tolist() == [0, 1, 2, 3]  # new epoch; 8 and 9 were dropped
+
+    def test_batch_larger_than_epoch(self):
+        rb = counting_buffer(5, 10, SamplerWithoutReplacement(drop_last=True))
+        with pytest.raises(ValueError, match=r"batch_size=8 is larger than the 5 elements stored"):
+            rb.sample(8)
+        loose = counting_buffer(5, 10, SamplerWithoutReplacement())
+        assert sorted(loose.sample(8).tolist()) == [0, 1, 2, 3, 4]
+
+    def test_writes_start_a_new_epoch(self):
+        rb = counting_buffer(4, 10, SamplerWithoutReplacement())
+        rb.sample(2)
+        rb.extend(torch.arange(4, 6))
+        seen = rb.sample(6).tolist()
+        assert sorted(seen) == list(range(6))
+
+
+# ---------------------------------------------------------------------------- prioritized
+class TestPrioritized:
+    def make(self, n=4, **kwargs) -> ReplayBuffer:
+        kwargs = {"alpha": 1.0, "beta": 0.5, "eps": 0.0, **kwargs}
+        return counting_buffer(n, 8, PrioritizedSampler(8, **kwargs))
+
+    def test_known_importance_weights(self):
+        rb = self.make()
+        rb.update_priority(torch.arange(4), torch.tensor([1.0, 2.0, 3.0, 4.0]))
+        data, info = rb.sample(400, return_info=True)
+        expected = torch.tensor([1.0, 2.0**-0.5, 3.0**-0.5, 0.5])
+        torch.testing.assert_close(info["priority_weight"], expected[data])
+        # N * P(i) normalised by the largest weight, written out for element 3: (4 * 4/10)^-0.5 / (4 * 1/10)^-0.5
+        assert info["priority_weight"][data == 3][0].item() == pytest.approx((1.6**-0.5) / (0.4**-0.5))
+
+    def test_alpha_and_eps_transform_priorities(self):
+        rb = self.make(alpha=0.5, beta=1.0, eps=1.0)
+        rb.update_priority(torch.arange(4), torch.tensor([0.0, 3.0, 8.0, 15.0]))
+        stored = rb.sampler._tree.leaves[:4]
+        torch.testing.assert_close(stored, torch.tensor([1.0, 2.0, 3.0, 4.0]))
+        _, info = rb.sample(50, return_info=True)
+        torch.testing.assert_close(info["priority_weight"], 1.0 / stored[info["index"]])
+
+    def test_sampling_frequencies_follow_priorities(self):
+        rb = self.make()
+        rb.update_priority(torch.arange(4), torch.tensor([1.0, 2.0, 3.0, 4.0]))
+        draws = rb.sample(40000)
+        freq = torch.bincount(draws, minlength=4).float() / 40000
+        torch.testing.assert_close(freq, torch.tensor([0.1, 0.2, 0.3, 0.4]), atol=0.012, rtol=0)
+
+    def test_new_elements_get_the_max_priority(self):
+        rb = self.make(n=2)
+        assert rb.sampler.default_priority == 1.0
+        rb.update_priority(torch.tensor([0]), torch.tensor([5.0]))
+        rb.extend(torch.tensor([2]))
+        assert rb.sampler._tree.leaves[2].item() == 5.0
+        rb.update_priority(torch.tensor([0]), torch.tensor([0.5]))
+        assert rb.sampler.default_priority == 5.0  # max ever seen
+
+    def test_max_priority_within_buffer(self):
+        rb = self.make(n=2, max_priority_within_buffer=True)
+        rb.update_priority(torch.tensor([0, 1]), torch.tensor([5.0, 2.0]))
+        rb.update_priority(torch.tensor([0]), torch.tensor([0.5]))
+        assert rb.sampler.default_priority == 2.0
+
+    def test_zero_priority_is_never_drawn(self):
+        rb = self.make()
+        rb.update_priority(torch.arange(4), torch.tensor([0.0, 0.0, 1.0, 0.0]))
+        assert rb.sample(100).unique().tolist() == [2]
+
+    def test_bad_priorities_are_rejected_without_change(self):
+        rb = self.make()
+        rb.update_priority(torch.arange(4), torch.tensor([1.0, 2.0, 3.0, 4.0]))
+        before = rb.sampler._tree.leaves.clone()
+        with pytest.raises(ValueError, match=r"1 negative \(at positions \[1\]\)"):
+            rb.update_priority(torch.arange(3), torch.tensor([1.0, -2.0, 3.0]))
+        with pytest.raises(ValueError, match=r"1 NaN \(at positions \[0\]\)"):
+            rb.update_priority(torch.arange(2), torch.tensor([float("nan"), 1.0]))
+        with pytest.raises(ValueError, match="got 3 priorities .* for 2 indices"):
+            rb.update_priority(torch.arange(2), torch.tensor([1.0, 2.0, 3.0]))
+        with pytest.raises(IndexError, match=r"indices must lie in \[0, 4\) \(the stored elements\)"):
+            rb.update_priority(torch.tensor([6]), torch.tensor([1.0]))
+        assert torch.equal(rb.sampler._tree.leaves, before)
+
+    def test_per_step_priorities_are_reduced(self):
+        rb = self.make(reduction="mean")
+        rb.update_priority(torch.arange(2), torch.tensor([[1.0, 3.0], [4.0, 8.0]]))
+        assert rb.sampler._tree.leaves[:2].tolist() == [2.0, 6.0]
+
+    def test_state_dict(self):
+        rb = self.make()
+        rb.update_priority(torch.arange(4), torch.tensor([1.0, 2.0, 3.0, 4.0]))
+        other = PrioritizedSampler(8, alpha=0.3, beta=0.3)
+        other.load_state_dict(rb.sampler.state_dict())
+        assert torch.equal(other._tree.leaves, rb.sampler._tree.leaves)
+        assert (other.alpha, other.beta, other._max_priority) == (1.0, 0.5, 4.0)
+        assert other._tree.min_positive().item() == 1.0
+
+
+# ---------------------------------------------------------------------------- slices
+def episodes(lengths, capacity=None, ndim_env=None) -> TensorDictReplayBuffer:
+    ids = torch.cat([torch.full((n,), i) for i, n in enumerate(lengths)])
+    steps = torch.cat([torch.arange(n) for n in lengths])
+    done = torch.cat([torch.arange(n) == n - 1 for n in lengths]).unsqueeze(-1)
+    return TensorDict(episode=ids, step=steps, next=TensorDict(done=done, batch_size=[len(ids)]), batch_size=[len(ids)])
+
+
+def assert_slices_within_episodes(sample: TensorDict, seq_len: int) -> None:
+    for chunk in sample.split(seq_len):
+        assert chunk["episode"].unique().numel() == 1
+        assert (chunk["step"].diff() == 1).all()
+
+
+class TestSliceSampler:
+    @pytest.mark.parametrize("boundary", [{}, {"end_key": ("next", "done")}, {"traj_key": "episode"}])
+    def test_slices_never_cross_trajectories(self, boundary):
+        data = episodes([7, 3, 12, 5, 9])
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(50), sampler=SliceSampler(slice_len=4, **boundary))
+        rb.extend(data)
+        sample = rb.sample(40)
+        assert_slices_within_episodes(sample, 4)
+        assert set(sample["episode"].tolist()) <= {0, 2, 3, 4}  # episode 1 is too short
+        truncated = sample["next", "truncated"].reshape(10, 4)
+        done = sample["next", "done"].reshape(10, 4)
+        assert not truncated[:, :-1].any() and done[:, -1].all()
+        # a slice ending at its trajectory's last step is done but not truncated
+        at_end = sample["step"].reshape(10, 4)[:, -1] == torch.tensor([6, 2, 11, 4, 8])[sample["episode"].reshape(10, 4)[:, -1]]
+        assert torch.equal(truncated[:, -1], ~at_end)
+
+    def test_circular_storage_splits_at_the_cursor(self):
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(10), sampler=SliceSampler(slice_len=3, traj_key="episode"))
+        rb.extend(episodes([12]))  # one episode in 10 slots: steps 10, 11 in slots 0, 1; steps 2..9 in 2..9
+        sample = rb.sample(600)
+        assert_slices_within_episodes(sample, 3)  # slot 1 (newest) and slot 2 (oldest) never share a slice
+        starts = set(sample["index"].reshape(-1, 3)[:, 0].tolist())
+        assert starts == {2, 3, 4, 5, 6, 7, 8, 9}  # slices may wrap from slot 9 to slot 0: [8, 9, 0], [9, 0, 1]
+
+    def test_wrap_across_the_storage_end(self):
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(8), sampler=SliceSampler(slice_len=4, traj_key="episode"))
+        rb.extend(episodes([3]))
+        rb.extend(episodes([8]))  # episode "0" again, written at slots 3..7 then 0..2
+        sample = rb.sample(200)
+        assert_slices_within_episodes(sample, 4)
+        assert (sample["index"] < 8).all() and sample["index"].unique().numel() == 8
+
+    def test_num_slices_and_batch_errors(self):
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(30), sampler=SliceSampler(num_slices=2))
+        rb.extend(episodes([10, 10]))
+        assert rb.sample(8).shape == torch.Size([8])
+        with pytest.raises(ValueError, match="batch_size=9 is not a multiple of num_slices=2"):
+            rb.sample(9)
+        strict = TensorDictReplayBuffer(storage=LazyTensorStorage(30), sampler=SliceSampler(slice_len=12))
+        strict.extend(episodes([10, 10]))
+        with pytest.raises(RuntimeError, match="no stored trajectory is at least 12 steps long"):
+            strict.sample(24)
+        with pytest.raises(ValueError, match="exactly one of num_slices and slice_len"):
+            SliceSampler(num_slices=2, slice_len=3)
+
+    def test_short_trajectories_and_padding(self):
+        loose = TensorDictReplayBuffer(
+            storage=LazyTensorStorage(30), sampler=SliceSampler(slice_len=5, strict_length=False)
+        )
+        loose.extend(episodes([2, 2]))
+        sample = loose.sample(10)
+        assert sample.shape[0] == 4 and (sample["step"].reshape(2, 2) == torch.tensor([0, 1])).all()
+        padded = TensorDictReplayBuffer(
+            storage=LazyTensorStorage(30), sampler=SliceSampler(slice_len=5, strict_length=False, pad_output=True)
+        )
+        padded.extend(episodes([2, 2]))
+        sample = padded.sample(10)
+        assert sample.shape[0] == 10
+        assert sample["mask"].reshape(2, 5).tolist() == [[True, True, False, False, False]] * 2
+        assert (sample["step"].reshape(2, 5) == torch.tensor([0, 1, 1, 1, 1])).all()
+
+    def test_span(self):
+        sampler = SliceSampler(slice_len=4, span=True, strict_length=False, traj_key="episode")
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(50), sampler=sampler)
+        rb.extend(episodes([6, 6]))
+        lengths = set()
+        for _ in range(20):
+            sample, info = rb.sample(40, return_info=True)
+            ends = info[("next", "truncated")].squeeze(-1) | info[("next", "done")].squeeze(-1)
+            positions = ends.nonzero().squeeze(-1)
+            lengths |= set(torch.diff(positions, prepend=torch.tensor([-1])).tolist())
+            assert sample.shape[0] == positions[-1] + 1
+        assert min(lengths) == 1 and max(lengths) == 4  # slices overhanging a trajectory edge are cut short
+        with pytest.raises(ValueError, match="span requires strict_length=False"):
+            SliceSampler(slice_len=4, span=True)
+
+    def test_ndim_2_storage(self):
+        # [time, env] layout: 2 envs, trajectories of length 4 in env 0, 2 in env 1
+        done = torch.tensor([[0, 0], [0, 1], [0, 0], [1, 1]], dtype=torch.bool).unsqueeze(-1)
+        data = TensorDict(
+            t=torch.arange(4).unsqueeze(-1).expand(4, 2), env=torch.arange(2).expand(4, 2),
+            next=TensorDict(done=done, batch_size=[4, 2]), batch_size=[4, 2],
+        )
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(8, ndim=2), sampler=SliceSampler(slice_len=2))
+        rb.extend(data)
+        sample = rb.sample(40)
+        for chunk in sample.split(2):
+            assert chunk["env"].unique().numel() == 1 and (chunk["t"].diff() == 1).all()
+            if chunk["env"][0] == 1:
+                assert chunk["t"][0].item() in (0, 2)
+
+    def test_without_replacement_uses_each_trajectory_once(self):
+        sampler = SliceSamplerWithoutReplacement(slice_len=2, traj_key="episode")
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(40), sampler=sampler, batch_size=4)
+        rb.extend(episodes([3, 4, 5, 3, 2]))
+        for _ in range(2):
+            episodes_seen = torch.cat([batch["episode"] for batch in rb]).reshape(-1, 2)[:, 0]
+            assert sorted(episodes_seen.tolist()) == [0, 1, 2, 3, 4]
+        assert isinstance(SliceSampler(slice_len=2, replacement=False), SliceSamplerWithoutReplacement)
+
+    def test_prioritized_slices_start_at_high_priority_steps(self):
+        sampler = PrioritizedSliceSampler(max_capacity=20, alpha=1.0, beta=1.0, slice_len=3, traj_key="episode")
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(20), sampler=sampler)
+        rb.extend(episodes([5, 5, 5, 5]))
+        priority = torch.zeros(20)
+        priority[[6, 9]] = 1.0  # step 9 is too close to the end of episode 1 to start a slice
+        rb.update_priority(torch.arange(20), priority)
+        sample = rb.sample(30)
+        assert_slices_within_episodes(sample, 3)
+        assert sample["index"].reshape(10, 3)[:, 0].unique().tolist() == [6]
+        assert sample["priority_weight"].shape == torch.Size([30])
+
+
+def test_find_start_stop_traj_known_answers():
+    end = torch.tensor([False, True, False, False, True, False])
+    start, stop, length = find_start_stop_traj(end=end, at_capacity=False)
+    assert (start.tolist(), stop.tolist(), length.tolist()) == ([0, 2, 5], [1, 4, 5], [2, 3, 1])
+    start, stop, length = find_start_stop_traj(trajectory=torch.tensor([2, 0, 0, 1, 1, 2]), at_capacity=True, cursor=0)
+    assert (start.tolist(), stop.tolist(), length.tolist()) == ([5, 1, 3], [0, 2, 4], [2, 2, 2])
+    ends = torch.tensor([[False, True], [True, False], [False, True]])
+    start, stop, length = find_start_stop_traj(end=ends, at_capacity=False)
+    assert start.tolist() == [[0, 0], [2, 0], [0, 1], [1, 1]] and length.tolist() == [2, 1, 1, 2]
+    with pytest.raises(ValueError, match="exactly one of trajectory= and end="):
+        find_start_stop_traj(at_capacity=False)
+
+
+def test_sampler_ensemble():
+    storages = StorageEnsemble(LazyTensorStorage(4), LazyTensorStorage(4))
+    storages[0].set(torch.arange(4), torch.zeros(4))
+    storages[1].set(torch.arange(4), torch.ones(4))
+    sampler = SamplerEnsemble(RandomSampler(), RandomSampler(), p=[0.0, 1.0], num_buffer_sampled=2)
+    index, info = sampler.sample(storages, 6)
+    assert info["buffer_ids"].tolist() == [1, 1] and [len(i) for _, i in index] == [3, 3]
+    assert all(x.eq(1).all() for x in storages.get(index))
+    with pytest.raises(ValueError, match="p must hold 2 non-negative weights"):
+        SamplerEnsemble(RandomSampler(), RandomSampler(), p=[1.0])

@@ -1,0 +1,96 @@
+"""``MultiStep``: n-step returns and n-step-ahead next states for time-major batches."""
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+from torch import nn
+
+_DONE_KEYS = ("done", "terminated", "truncated")
+
+
+def _gather_time(value: torch.Tensor, index: torch.Tensor, time_dim: int) -> torch.Tensor:
+    """``value[..., index[..., t], ...]`` along ``time_dim`` (``index`` has the batch shape)."""
+    trailing = value.ndim - index.ndim
+    index = index.reshape(*index.shape, *([1] * trailing)).expand_as(value)
+    return value.gather(time_dim, index)
+
+
+def multi_step(td: TensorDictBase, gamma: float, n_steps: int) -> TensorDictBase:
+    """The n-step version of a time-major batch (time = last batch dim), see :class:`MultiStep`."""
+    time_dim = td.ndim - 1
+    length = td.shape[time_dim]
+    nxt = td.get("next")
+    done = nxt.get("done")
+    done_flat = done.reshape(*td.shape, -1).any(-1)
+    positions = torch.arange(length, device=done.device).expand(td.shape)
+    # first done at or after every step (``length`` when there is none)
+    done_at = torch.where(done_flat, positions, torch.full_like(positions, length))
+    first_done = done_at.flip(time_dim).cummin(time_dim).values.flip(time_dim)
+    steps = torch.minimum(first_done - positions + 1, length - positions).clamp_max(n_steps)
+    reward = nxt.get("reward")
+    n_step_reward = torch.zeros_like(reward)
+    for k in range(n_steps):
+        shifted = reward.narrow(time_dim, k, length - k) if k else reward
+        weight = (k < steps).narrow(time_dim, 0, length - k).to(reward.dtype) * gamma**k
+        weight = weight.reshape(*weight.shape, *([1] * (reward.ndim - weight.ndim)))
+        n_step_reward.narrow(time_dim, 0, length - k).add_(shifted * weight)
+    last = positions + steps - 1
+    out = td.clone(False)
+    new_next = nxt.clone(False)
+    for key, value in nxt.items(True, True):
+        new_next.set(key, _gather_time(value, last, time_dim))
+    new_next.set("reward", n_step_reward)
+    out.set("next", new_next)
+    out.set("steps_to_next_obs", steps.reshape(*steps.shape, *([1] * (done.ndim - steps.ndim))).to(torch.int64))
+    out.set("original_reward", reward)
+    return out
+
+
+class MultiStep(nn.Module):
+    """Turns one-step transitions into n-step transitions (Sutton, 1988).
+
+    The batch is time-major along its last batch dim. For every step ``t``, with ``k`` the number of steps
+    until the episode ends (inclusive) or the batch ends, capped at ``n_steps``:
+
+    - ``("next", "reward")`` becomes :math:`\\sum_{i<k} \\gamma^i r_{t+i}` (the one-step reward is kept under
+      ``"original_reward"``);
+    - every other ``"next"`` entry (observations, done flags...) is taken from step ``t + k - 1``;
+    - ``"steps_to_next_obs"`` holds ``k``, so that the bootstrap term is discounted by :math:`\\gamma^k`.
+
+    Args:
+        gamma (float): the discount factor.
+        n_steps (int): the number of steps (``1`` leaves rewards and next states unchanged).
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from torchrl.data.postprocs import MultiStep
+        >>> done = torch.tensor([False, False, True, False, False]).unsqueeze(-1)
+        >>> td = TensorDict(obs=torch.arange(5.0), next=TensorDict(obs=torch.arange(1.0, 6), reward=torch.ones(5, 1),
+        ...                 done=done, batch_size=[5]), batch_size=[5])
+        >>> out = MultiStep(gamma=0.5, n_steps=2)(td)
+        >>> out["next", "reward"].squeeze(-1).tolist(), out["next", "obs"].tolist()
+        ([1.5, 1.5, 1.0, 1.5, 1.0], [2.0, 3.0, 3.0, 5.0, 5.0])
+        >>> out["steps_to_next_obs"].squeeze(-1).tolist()
+        [2, 2, 1, 2, 1]
+    """
+
+    def __init__(self, gamma: float, n_steps: int):
+        super().__init__()
+        if n_steps < 1:
+            raise ValueError(f"MultiStep: n_steps must be >= 1, got {n_steps}.")
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"MultiStep: gamma must lie in [0, 1], got {gamma}.")
+        self.gamma = gamma
+        self.n_steps = n_steps
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if tensordict.ndim == 0:
+            raise ValueError("MultiStep: the tensordict needs a time dimension (its last batch dim).")
+        nxt = tensordict.get("next", None)
+        if nxt is None or nxt.get("done", None) is None or nxt.get("reward", None) is None:
+            raise KeyError("MultiStep: the tensordict needs ('next', 'done') and ('next', 'reward') entries.")
+        return multi_step(tensordict, self.gamma, self.n_steps)
+
+    def extra_repr(self) -> str:
+        return f"gamma={self.gamma}, n_steps={self.n_steps}"

@@ -1,0 +1,339 @@
+"""``PrioritizedSampler``: prioritized experience replay over pure-torch segment trees."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torchrl.data.replay_buffers._utils import _as_index, ravel_index, unravel_index
+from torchrl.data.replay_buffers.samplers.base import Sampler, empty_storage_error
+from torchrl.data.replay_buffers.samplers.segment_tree import MaxSegmentTreeFp32, MaxSegmentTreeFp64, PriorityTree
+
+def _median_last(x: torch.Tensor) -> torch.Tensor:
+    return x.median(-1).values
+
+
+_REDUCTIONS = {"max": torch.amax, "min": torch.amin, "mean": torch.mean, "median": _median_last}
+
+
+class PrioritizedSampler(Sampler):
+    """Prioritized experience replay (Schaul et al., 2015, https://arxiv.org/abs/1511.05952).
+
+    Element ``i`` with priority :math:`p_i` is stored as :math:`q_i = (p_i + \\epsilon)^\\alpha` and drawn
+    with probability :math:`P(i) = q_i / \\sum_j q_j`. Each sample comes with its importance weight
+    :math:`w_i = (N P(i))^{-\\beta} / \\max_j w_j = (q_i / \\min_j q_j)^{-\\beta}` under the info key
+    ``"priority_weight"``. New elements get the default priority: the largest priority seen so far (or,
+    with ``max_priority_within_buffer=True``, the largest one currently stored), ``1`` at first.
+
+    Sampling and updates run on sum/min segment trees that are plain tensors, vectorised over the batch
+    (see :class:`~torchrl.data.replay_buffers.samplers.segment_tree.PriorityTree`).
+
+    Args:
+        max_capacity (int): the capacity of the storage it samples from.
+        alpha (float): the prioritization exponent (``0`` is uniform sampling).
+        beta (float): the importance-sampling exponent (``0`` gives unit weights).
+        eps (float, optional): added to every priority so none is zero. Defaults to ``1e-8``.
+        dtype (torch.dtype, optional): ``torch.float`` or ``torch.double`` trees. Defaults to ``torch.float``.
+        reduction (str, optional): how per-step priorities of a multi-step element (shape
+            ``[B, T]``) are reduced: ``"max"``, ``"min"``, ``"mean"`` or ``"median"``. Defaults to ``"max"``.
+        max_priority_within_buffer (bool, optional): track the maximum priority among the stored elements
+            instead of the maximum ever seen. Defaults to ``False``.
+
+    Keyword Args:
+        device (torch.device, optional): where the priority trees live. Defaults to the CPU.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from torchrl.data.replay_buffers import ReplayBuffer, LazyTensorStorage, PrioritizedSampler
+        >>> rb = ReplayBuffer(storage=LazyTensorStorage(10),
+        ...                   sampler=PrioritizedSampler(max_capacity=10, alpha=1.0, beta=1.0))
+        >>> _ = rb.extend(TensorDict(obs=torch.arange(2), batch_size=[2]))
+        >>> rb.update_priority(torch.tensor([0, 1]), torch.tensor([0.0, 1000.0]))
+        >>> sample, info = rb.sample(10, return_info=True)
+        >>> sample["obs"].tolist() == [1] * 10
+        True
+    """
+
+    def __init__(
+        self,
+        max_capacity: int,
+        alpha: float,
+        beta: float,
+        eps: float = 1e-8,
+        dtype: torch.dtype = torch.float,
+        reduction: str = "max",
+        max_priority_within_buffer: bool = False,
+        *,
+        device: torch.device | str | None = None,
+    ) -> None:
+        if alpha < 0:
+            raise ValueError(f"PrioritizedSampler: alpha must be >= 0, got {alpha}.")
+        if beta < 0:
+            raise ValueError(f"PrioritizedSampler: beta must be >= 0, got {beta}.")
+        if reduction not in _REDUCTIONS:
+            raise ValueError(
+                f"PrioritizedSampler: reduction must be one of {sorted(_REDUCTIONS)}, got {reduction!r}."
+            )
+        if dtype not in (torch.float32, torch.float64):
+            raise ValueError(f"PrioritizedSampler: dtype must be torch.float or torch.double, got {dtype}.")
+        self._max_capacity = int(max_capacity)
+        self._alpha = float(alpha)
+        self._beta = float(beta)
+        self._eps = float(eps)
+        self.dtype = dtype
+        self.reduction = reduction
+        self._max_priority_within_buffer = max_priority_within_buffer
+        fp64 = dtype == torch.float64
+        self._tree = PriorityTree(self._max_capacity, dtype=dtype, device=device)
+        self._tree_device = self._tree.device
+        self._max_tree = (MaxSegmentTreeFp64 if fp64 else MaxSegmentTreeFp32)(self._max_capacity, device=device) if (
+            max_priority_within_buffer
+        ) else None
+        self._max_priority: float | None = None
+        self._inner_shape: tuple[int, ...] = ()
+
+    # ------------------------------------------------------------------ hyper-parameters
+    @property
+    def alpha(self) -> float:
+        return self._alpha
+
+    @alpha.setter
+    def alpha(self, value: float) -> None:
+        self._alpha = float(value)
+
+    @property
+    def beta(self) -> float:
+        return self._beta
+
+    @beta.setter
+    def beta(self, value: float) -> None:
+        self._beta = float(value)
+
+    @property
+    def max_size(self) -> int:
+        return self._max_capacity
+
+    @property
+    def device(self) -> torch.device:
+        return self._tree_device
+
+    @property
+    def default_priority(self) -> float:
+        """The stored value :math:`(p_{max} + \\epsilon)^\\alpha` given to new elements."""
+        if self._max_tree is not None:
+            stored = float(self._max_tree.reduce_all())
+            if stored > float("-inf"):
+                return stored
+            return (1.0 + self._eps) ** self._alpha
+        max_priority = 1.0 if self._max_priority is None else self._max_priority
+        return (max_priority + self._eps) ** self._alpha
+
+    # ------------------------------------------------------------------ writes
+    def _set_stored(self, index: torch.Tensor | slice, value: Any) -> None:
+        if isinstance(index, slice):
+            self._tree.update_range(index.start, index.stop, value)
+            if self._max_tree is not None:
+                self._max_tree.update_range(index.start, index.stop, value)
+            return
+        value = torch.as_tensor(value, dtype=self.dtype, device=self.device)
+        if value.ndim == 0:
+            value = value.expand(index.shape)
+        self._tree.update(index, value)
+        if self._max_tree is not None:
+            self._max_tree._update(index, value)
+
+    def _write_default(self, index: Any) -> None:
+        index = self._flat(index)
+        n = index.numel()
+        if n == 0:
+            return
+        if int(index.max()) >= self._max_capacity or int(index.min()) < 0:
+            raise IndexError(
+                f"{type(self).__name__}: written indices must lie in [0, {self._max_capacity}) (max_capacity); "
+                f"got values up to {int(index.max())}. Build the sampler with the storage's capacity."
+            )
+        first = int(index[0])
+        if n > 64 and int(index[-1]) - first == n - 1 and torch.equal(index, torch.arange(first, first + n)):
+            self._set_stored(slice(first, first + n), self.default_priority)
+        else:
+            self._set_stored(index, self.default_priority)
+
+    def add(self, index: torch.Tensor | int) -> None:
+        self._write_default(index)
+
+    def extend(self, index: torch.Tensor | tuple) -> None:
+        self._write_default(index)
+
+    def mark_update(self, index: int | torch.Tensor, *, storage=None) -> None:
+        self._write_default(index)
+
+    def _flat(self, index: Any) -> torch.Tensor:
+        if type(index) is torch.Tensor and index.dtype == torch.long and index.ndim == 1:
+            return index
+        if isinstance(index, tuple):
+            return ravel_index(tuple(_as_index(i) for i in index), (0, *self._inner_shape))
+        return _as_index(index, self.device)
+
+    # ------------------------------------------------------------------ sampling
+    def sample(self, storage, batch_size: int) -> torch.Tensor:
+        n = len(storage)
+        if n == 0:
+            raise empty_storage_error(self)
+        index, weight = self._draw(n, batch_size)
+        if storage.ndim > 1:
+            self._inner_shape = tuple(storage.shape[1 : storage.ndim])
+            index = unravel_index(index, storage.shape[: storage.ndim])
+        return index, {"priority_weight": weight}
+
+    def _draw(self, n: int, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        uniform = torch.rand(batch_size, generator=self._rng, dtype=self.dtype, device=self.device)
+        index, stored, total = self._tree.draw(uniform, n)
+        if not total > 0:
+            raise RuntimeError(
+                f"{type(self).__name__}: every stored priority is zero, so no element can be drawn. Use eps > 0 "
+                "or update the priorities with positive values."
+            )
+        if self._beta == 0:
+            return index, torch.ones(batch_size, dtype=self.dtype, device=self.device)
+        smallest = self._tree.min_positive()
+        weight = stored.clamp_min_(smallest).div_(smallest).pow_(-self._beta)
+        return index, weight
+
+    # ------------------------------------------------------------------ priorities
+    def update_priority(
+        self, index: int | torch.Tensor, priority: float | torch.Tensor, *, storage=None
+    ) -> None:
+        """Sets the priorities of the elements at ``index``.
+
+        Args:
+            index (int, tensor or tuple of tensors): the elements (as returned in ``info["index"]``).
+            priority (float or tensor): one priority per element, or one for all. Priorities with more
+                dims than ``index`` (per-step priorities of multi-step elements) are reduced with
+                ``reduction``.
+
+        Keyword Args:
+            storage (Storage, optional): when given, indices must point at stored elements.
+
+        Raises:
+            ValueError: the numbers of indices and priorities differ, or a priority is negative, NaN or
+                infinite. Nothing is updated then.
+            IndexError: an index is outside the storage.
+        """
+        if storage is not None and storage.ndim > 1:
+            self._inner_shape = tuple(storage.shape[1 : storage.ndim])
+        index = self._flat(index)
+        if not isinstance(priority, torch.Tensor) or priority.dtype != self.dtype:
+            priority = torch.as_tensor(priority, dtype=self.dtype, device=self.device)
+        n = index.numel()
+        if priority.numel() != n or priority.ndim > 1:
+            priority = self._match(priority, n)
+        if n == 0:
+            return
+        pmin, pmax = (x.item() for x in torch.aminmax(priority))
+        imin, imax = (x.item() for x in torch.aminmax(index))
+        if not (pmin >= 0 and pmax < float("inf")):
+            self._raise_bad_priority(priority)
+        limit = len(storage) if storage is not None else self._max_capacity
+        if imin < 0 or imax >= limit:
+            raise IndexError(
+                f"{type(self).__name__}.update_priority: indices must lie in [0, {limit}) (the "
+                f"{'stored elements' if storage is not None else 'capacity'}); got values in [{int(imin)}, "
+                f"{int(imax)}]. No priority was updated."
+            )
+        if self._max_tree is None and (self._max_priority is None or pmax > self._max_priority):
+            self._max_priority = pmax
+        stored = priority + self._eps if self._eps else priority.clone()
+        if self._alpha != 1.0:
+            stored.pow_(self._alpha)
+        self._set_stored(index, stored.reshape(-1))
+
+    def _reduce(self, priority: torch.Tensor) -> torch.Tensor:
+        reduce = _REDUCTIONS[self.reduction]
+        return reduce(priority) if reduce is _median_last else reduce(priority, -1)
+
+    def _match(self, priority: torch.Tensor, n: int) -> torch.Tensor:
+        """One priority per index: reduces per-step priorities, broadcasts a single one."""
+        if priority.numel() == 1:
+            return priority.reshape(1).expand(n)
+        if priority.ndim > 1 and priority.shape[0] == n:
+            return self._reduce(priority.reshape(n, -1))
+        if priority.ndim == 1 and n and priority.numel() > n and priority.numel() % n == 0:
+            return self._reduce(priority.reshape(n, -1))
+        if priority.numel() == n:
+            return priority.reshape(n)
+        raise ValueError(
+            f"{type(self).__name__}.update_priority: got {priority.numel()} priorities (shape "
+            f"{tuple(priority.shape)}) for {n} indices; pass one priority per index (or a single one for all)."
+        )
+
+    def _raise_bad_priority(self, priority: torch.Tensor) -> None:
+        nan = torch.isnan(priority)
+        negative = priority < 0
+        infinite = torch.isinf(priority)
+        problems = []
+        for name, mask in (("NaN", nan), ("negative", negative), ("infinite", infinite)):
+            if mask.any():
+                positions = mask.nonzero().squeeze(-1)[:5].tolist()
+                problems.append(f"{int(mask.sum())} {name} (at positions {positions})")
+        raise ValueError(
+            f"{type(self).__name__}.update_priority: priorities must be finite and >= 0; got "
+            f"{', '.join(problems)}. No priority was updated."
+        )
+
+    # ------------------------------------------------------------------ state
+    def _empty(self) -> None:
+        self._tree.reset()
+        if self._max_tree is not None:
+            self._max_tree.reset()
+        self._max_priority = None
+
+    def _share(self) -> None:
+        for tree in (self._tree, self._max_tree):
+            if tree is not None:
+                tree.share_memory_()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "_alpha": torch.tensor(self._alpha, dtype=torch.float64),
+            "_beta": torch.tensor(self._beta, dtype=torch.float64),
+            "_eps": torch.tensor(self._eps, dtype=torch.float64),
+            "_max_priority": torch.tensor(
+                float("nan") if self._max_priority is None else self._max_priority, dtype=torch.float64
+            ),
+            "_stored": self._tree.leaves.clone(),
+            "_written": torch.isfinite(self._tree.min_leaves),
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._alpha = float(state_dict["_alpha"])
+        self._beta = float(state_dict["_beta"])
+        self._eps = float(state_dict["_eps"])
+        max_priority = float(state_dict["_max_priority"])
+        self._max_priority = None if max_priority != max_priority else max_priority
+        stored = state_dict["_stored"].to(self.device, self.dtype)
+        if stored.numel() != self._max_capacity:
+            raise ValueError(
+                f"{type(self).__name__}.load_state_dict: the state holds {stored.numel()} priorities, this "
+                f"sampler has max_capacity={self._max_capacity}."
+            )
+        self._tree.update_range(0, self._max_capacity, stored)
+        written = state_dict.get("_written")
+        if written is not None:  # never-written leaves stay out of the minimum
+            self._tree._min_levels[0][: self._max_capacity] = torch.where(written, stored, float("inf"))
+            self._refresh_min()
+        if self._max_tree is not None:
+            self._max_tree.update_range(0, self._max_capacity, torch.where(stored > 0, stored, float("-inf")))
+
+    def _refresh_min(self) -> None:
+        mins = self._tree._min_levels
+        k = self._tree._k
+        for depth in range(1, len(mins)):
+            reduced = mins[depth - 1].view(-1, k).amin(-1)
+            mins[depth][: reduced.numel()] = reduced
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(max_capacity={self._max_capacity}, alpha={self._alpha}, beta={self._beta}, "
+            f"eps={self._eps}, reduction={self.reduction!r})"
+        )

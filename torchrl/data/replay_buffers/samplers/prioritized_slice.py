@@ -1,0 +1,171 @@
+"""``PrioritizedSliceSampler``: slices whose start steps are drawn by priority."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torchrl.data.replay_buffers.samplers._trajectories import TrajectoryTable, position_lookup
+from torchrl.data.replay_buffers.samplers.base import Sampler
+from torchrl.data.replay_buffers.samplers.prioritized import PrioritizedSampler
+from torchrl.data.replay_buffers.samplers.slice import SliceSampler
+
+_MAX_ROUNDS = 16
+
+
+class PrioritizedSliceSampler(SliceSampler, PrioritizedSampler):
+    """A :class:`SliceSampler` whose slice starts are drawn with prioritized experience replay.
+
+    Every stored step has a priority (as in :class:`PrioritizedSampler`); a step is drawn with probability
+    proportional to its priority and becomes the first step of a slice. Steps too close to the end of
+    their trajectory to start a full slice are redrawn, so they are never start points (with
+    ``strict_length=False`` every step may start a slice, which is then cut at the trajectory end). The
+    importance weight of the start step is reported for every step of the slice (``"priority_weight"``).
+    Priorities are updated per step with :meth:`update_priority`.
+
+    Keyword Args:
+        max_capacity (int): the capacity of the storage.
+        alpha (float), beta (float), eps (float), dtype, reduction, max_priority_within_buffer: as
+            :class:`PrioritizedSampler`.
+        other keyword arguments: as :class:`SliceSampler`.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from torchrl.data.replay_buffers import (TensorDictReplayBuffer, LazyTensorStorage,
+        ...     PrioritizedSliceSampler)
+        >>> data = TensorDict(episode=torch.arange(4).repeat_interleave(5), batch_size=[20])
+        >>> sampler = PrioritizedSliceSampler(max_capacity=20, alpha=1.0, beta=1.0, slice_len=5,
+        ...                                   traj_key="episode")
+        >>> rb = TensorDictReplayBuffer(storage=LazyTensorStorage(20), sampler=sampler, batch_size=10)
+        >>> _ = rb.extend(data)
+        >>> priority = torch.zeros(20); priority[10] = 1.0  # only episode 2's first step can start
+        >>> rb.update_priority(torch.arange(20), priority)
+        >>> rb.sample()["episode"].unique().tolist()
+        [2]
+    """
+
+    def __init__(
+        self,
+        *,
+        max_capacity: int,
+        alpha: float,
+        beta: float,
+        eps: float = 1e-8,
+        dtype: torch.dtype = torch.float,
+        reduction: str = "max",
+        max_priority_within_buffer: bool = False,
+        num_slices: int | None = None,
+        slice_len: int | None = None,
+        end_key=None,
+        end_keys=None,
+        traj_key=None,
+        ends: torch.Tensor | None = None,
+        trajectories: torch.Tensor | None = None,
+        cache_values: bool = False,
+        truncated_key=("next", "truncated"),
+        strict_length: bool = True,
+        span: bool | int | tuple = False,
+        pad_output: bool = False,
+        compile: bool | dict = False,
+        use_gpu: bool | torch.device = False,
+    ):
+        SliceSampler.__init__(
+            self,
+            num_slices=num_slices,
+            slice_len=slice_len,
+            end_key=end_key,
+            end_keys=end_keys,
+            traj_key=traj_key,
+            ends=ends,
+            trajectories=trajectories,
+            cache_values=cache_values,
+            truncated_key=truncated_key,
+            strict_length=strict_length,
+            span=span,
+            pad_output=pad_output,
+            compile=compile,
+            use_gpu=use_gpu,
+        )
+        PrioritizedSampler.__init__(
+            self,
+            max_capacity=max_capacity,
+            alpha=alpha,
+            beta=beta,
+            eps=eps,
+            dtype=dtype,
+            reduction=reduction,
+            max_priority_within_buffer=max_priority_within_buffer,
+        )
+        self._position_lookup: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def _on_new_table(self) -> None:
+        self._position_lookup = None
+
+    def _lookup(self, table: TrajectoryTable) -> tuple[torch.Tensor, torch.Tensor]:
+        """For every stored ``(t, column)`` position (flat, time-major): its trajectory and its offset in it."""
+        if self._position_lookup is None:
+            self._position_lookup = position_lookup(table)
+        return self._position_lookup
+
+    def sample(self, storage, batch_size: int) -> tuple[torch.Tensor, dict]:
+        table = self._get_table(storage)
+        num_slices, seq_len = self._geometry(batch_size)
+        traj_of, offset_of = self._lookup(table)
+        n = len(storage)
+        starts = torch.empty(0, dtype=torch.long)
+        weights = torch.empty(0, dtype=self.dtype)
+        for _ in range(_MAX_ROUNDS):
+            flat, weight = self._draw(n, 2 * num_slices)
+            traj = traj_of[flat]
+            ok = offset_of[flat] <= table.length[traj] - seq_len if self.strict_length else torch.ones_like(
+                flat, dtype=torch.bool
+            )
+            starts = torch.cat([starts, flat[ok]])
+            weights = torch.cat([weights, weight[ok]])
+            if starts.numel() >= num_slices:
+                break
+        else:
+            raise RuntimeError(
+                f"{type(self).__name__}: could not draw {num_slices} slice starts of trajectories at least "
+                f"{seq_len} steps long; raise the priorities of such steps, use shorter slices or "
+                "strict_length=False."
+            )
+        starts, weights = starts[:num_slices], weights[:num_slices]
+        traj = traj_of[starts]
+        extra = {"priority_weight": weights.unsqueeze(-1).expand(num_slices, seq_len)}
+        return self._slices(table, traj, table.length[traj], offset_of[starts], seq_len, extra=extra)
+
+    def add(self, index: torch.Tensor) -> None:
+        SliceSampler.add(self, index)
+        PrioritizedSampler.add(self, index)
+
+    def extend(self, index: torch.Tensor) -> None:
+        SliceSampler.extend(self, index)
+        PrioritizedSampler.extend(self, index)
+
+    def mark_update(self, index: int | torch.Tensor, *, storage=None) -> None:
+        SliceSampler.mark_update(self, index, storage=storage)
+        PrioritizedSampler.mark_update(self, index, storage=storage)
+
+    def _empty(self) -> None:
+        SliceSampler._empty(self)
+        PrioritizedSampler._empty(self)
+
+    def state_dict(self):
+        return PrioritizedSampler.state_dict(self)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        PrioritizedSampler.load_state_dict(self, state_dict)
+        self._table = None
+
+    def dumps(self, path):
+        return Sampler.dumps(self, path)
+
+    def loads(self, path):
+        return Sampler.loads(self, path)
+
+    def __getstate__(self):
+        state = SliceSampler.__getstate__(self)
+        state["_position_lookup"] = None
+        return state

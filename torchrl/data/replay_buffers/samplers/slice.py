@@ -1,0 +1,476 @@
+"""``SliceSampler``: contiguous sub-trajectories that never cross trajectory boundaries."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torchrl.data.replay_buffers._utils import _replace_last, unravel_index
+from torchrl.data.replay_buffers.samplers._trajectories import (
+    TrajectoryTable,
+    _ends_from_ids,
+    storage_table,
+    trajectory_table,
+)
+from torchrl.data.replay_buffers.samplers.base import Sampler, empty_storage_error
+from torchrl.data.replay_buffers.samplers.without_replacement import SamplerWithoutReplacement
+
+_DEFAULT_END_KEY = ("next", "done")
+_DEFAULT_TRAJ_KEYS = ("episode", ("collector", "traj_ids"))
+
+
+def _span_pair(span: Any, slice_len: int | None) -> tuple[Any, Any]:
+    if isinstance(span, (tuple, list)):
+        if len(span) != 2:
+            raise ValueError(f"SliceSampler: span must be a bool, an int or a pair of them; got {span!r}.")
+        return span[0], span[1]
+    return span, span
+
+
+class SliceSampler(Sampler):
+    """Samples slices of consecutive steps that stay inside one trajectory.
+
+    Trajectory boundaries come from an end flag stored with the data (``end_key``, default
+    ``("next", "done")``), from trajectory ids (``traj_key``), or from tensors given at construction
+    (``ends=`` / ``trajectories=``). The newest stored step always ends its trajectory, and in a full
+    circular storage a trajectory may wrap around the end of the storage. Boundaries are recomputed only
+    after the storage was written to (they are cached between writes, whatever ``cache_values`` says).
+
+    A batch of ``batch_size`` elements is ``num_slices`` slices of ``batch_size // num_slices`` steps (or
+    ``batch_size // slice_len`` slices of ``slice_len`` steps). Trajectories are drawn uniformly, then a
+    start uniformly within the trajectory. The returned info marks the last step of every slice as
+    truncated (``truncated_key``) and done, so value estimators never bootstrap across slices.
+
+    Keyword Args:
+        num_slices (int): slices per batch. Exclusive with ``slice_len``.
+        slice_len (int): steps per slice. Exclusive with ``num_slices``.
+        end_key (NestedKey, optional): the stored end-of-trajectory flag. Defaults to ``("next", "done")``.
+        end_keys (list of NestedKey, optional): several end flags, OR-ed. Exclusive with ``end_key``.
+        traj_key (NestedKey, optional): the stored trajectory ids (used instead of an end flag).
+        ends (Tensor, optional): fixed end flags (for static datasets).
+        trajectories (Tensor, optional): fixed trajectory ids (for static datasets).
+        cache_values (bool, optional): accepted for compatibility; boundaries are always cached until
+            the next write. Defaults to ``False``.
+        truncated_key (NestedKey, optional): where to report slice ends; ``None`` reports nothing. The
+            matching ``"done"`` key is reported too. Defaults to ``("next", "truncated")``.
+        strict_length (bool, optional): only sample trajectories at least as long as a slice. With
+            ``False``, shorter trajectories give shorter slices (the batch is smaller than requested
+            unless ``pad_output=True``). Defaults to ``True``.
+        span (bool, int or pair, optional): let slices overhang the trajectory start/end (left, right):
+            ``True`` keeps at least one step, ``i`` keeps at least ``slice_len - i`` steps. Requires
+            ``strict_length=False``. Defaults to ``False``.
+        pad_output (bool, optional): with ``strict_length=False``, pad short slices to full length by
+            repeating their last step, and report real steps in ``info["mask"]``. Defaults to ``False``.
+        compile (bool, optional): accepted for compatibility (no compiled path). Defaults to ``False``.
+        use_gpu (bool or device, optional): compute boundaries on this device. Defaults to ``False``.
+        replacement (bool, optional): ``False`` returns a :class:`SliceSamplerWithoutReplacement`.
+            Defaults to ``True``.
+        init_key (NestedKey, optional): where to report the first step of every slice (recurrent modules
+            reset their state there); ``None`` reports nothing. Defaults to ``"is_init"``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from torchrl.data.replay_buffers import TensorDictReplayBuffer, LazyTensorStorage, SliceSampler
+        >>> episode = torch.tensor([0] * 5 + [1] * 5)
+        >>> data = TensorDict(episode=episode, step=torch.arange(10), batch_size=[10])
+        >>> rb = TensorDictReplayBuffer(storage=LazyTensorStorage(10),
+        ...                             sampler=SliceSampler(slice_len=5, traj_key="episode"), batch_size=10)
+        >>> _ = rb.extend(data)
+        >>> sample = rb.sample()
+        >>> [set(x.tolist()) for x in sample["episode"].split(5)] in ([{0}, {1}], [{1}, {0}], [{0}, {0}], [{1}, {1}])
+        True
+    """
+
+    def __new__(cls, *args, replacement: bool = True, **kwargs):
+        if not replacement and cls is SliceSampler:
+            return super().__new__(SliceSamplerWithoutReplacement)
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        *,
+        num_slices: int | None = None,
+        slice_len: int | None = None,
+        end_key=None,
+        end_keys=None,
+        traj_key=None,
+        ends: torch.Tensor | None = None,
+        trajectories: torch.Tensor | None = None,
+        cache_values: bool = False,
+        truncated_key=("next", "truncated"),
+        strict_length: bool = True,
+        span: bool | int | tuple = False,
+        pad_output: bool = False,
+        compile: bool | dict = False,
+        use_gpu: torch.device | bool = False,
+        replacement: bool = True,
+        init_key="is_init",
+    ):
+        if (num_slices is None) == (slice_len is None):
+            raise ValueError("SliceSampler: pass exactly one of num_slices and slice_len.")
+        if end_key is not None and end_keys is not None:
+            raise ValueError("SliceSampler: end_key and end_keys are exclusive.")
+        given = [x is not None for x in (end_key or end_keys, traj_key, ends, trajectories)]
+        if sum(given) > 1:
+            raise ValueError("SliceSampler: pass at most one of end_key/end_keys, traj_key, ends and trajectories.")
+        self.num_slices = num_slices
+        self.slice_len = slice_len
+        self.end_keys = list(end_keys) if end_keys is not None else ([end_key] if end_key is not None else None)
+        self.traj_key = traj_key
+        self._fixed = (ends, trajectories)
+        self.cache_values = cache_values
+        self.truncated_key = truncated_key
+        self.strict_length = strict_length
+        self.span = _span_pair(span, slice_len)
+        if any(self.span) and strict_length:
+            raise ValueError("SliceSampler: span requires strict_length=False (spanning slices can be shorter).")
+        self.pad_output = pad_output
+        self.init_key = init_key
+        self.compile = compile
+        self.use_gpu = use_gpu
+        self._cache_key: Any = None
+        self._table: TrajectoryTable | None = None
+
+    # ------------------------------------------------------------------ trajectory table
+    def _device(self) -> torch.device | None:
+        if self.use_gpu is True:
+            return torch.device("cuda")
+        if self.use_gpu:
+            return torch.device(self.use_gpu)
+        return None
+
+    def _resolve_keys(self, storage) -> tuple[str, list]:
+        if self.end_keys is not None:
+            return "end", self.end_keys
+        if self.traj_key is not None:
+            return "traj", [self.traj_key]
+        content = getattr(storage, "_storage", None)
+        keys = set(content.keys(True, True)) if content is not None and hasattr(content, "keys") else set()
+        if _DEFAULT_END_KEY in keys:
+            return "end", [_DEFAULT_END_KEY]
+        for key in _DEFAULT_TRAJ_KEYS:
+            if key in keys:
+                return "traj", [key]
+        return "end", [_DEFAULT_END_KEY]
+
+    def _get_table(self, storage) -> TrajectoryTable:
+        if len(storage) == 0:
+            raise empty_storage_error(self)
+        version = getattr(storage, "_version", None)
+        key = (id(storage), version, len(storage))
+        if self._table is not None and key == self._cache_key and version is not None:
+            return self._table
+        ends, trajectories = self._fixed
+        if ends is None and trajectories is None:
+            kind, keys = self._resolve_keys(storage)
+            table = storage_table(storage, keys, kind, type(self).__name__)
+        else:
+            rows = getattr(storage, "_rows", len(storage))
+            capacity_rows = getattr(storage, "_capacity_rows", None)
+            last_row = storage._last_row() if hasattr(storage, "_last_row") else None
+            wrap = capacity_rows is not None and rows == capacity_rows and last_row not in (None, rows - 1)
+            fixed = (ends if ends is not None else trajectories)[:rows].reshape(rows, -1)
+            flags = fixed.bool() if ends is not None else _ends_from_ids(fixed, wrap)
+            inner = tuple(storage.shape[1 : storage.ndim]) if storage.ndim > 1 else ()
+            table = trajectory_table(flags, wrap=wrap, last_row=last_row, inner_shape=inner)
+        device = self._device()
+        if device is not None:
+            table = TrajectoryTable(*(x.to(device) if isinstance(x, torch.Tensor) else x for x in table))
+        self._table = table
+        self._cache_key = key
+        self._on_new_table()
+        return self._table
+
+    def _on_new_table(self) -> None:
+        """Hook for subclasses keeping state tied to the table (epochs, per-position lookups)."""
+        return None
+
+    def _geometry(self, batch_size: int) -> tuple[int, int]:
+        if self.slice_len is not None:
+            if batch_size % self.slice_len:
+                raise ValueError(
+                    f"{type(self).__name__}: batch_size={batch_size} is not a multiple of slice_len={self.slice_len}."
+                )
+            return batch_size // self.slice_len, self.slice_len
+        if batch_size % self.num_slices:
+            raise ValueError(
+                f"{type(self).__name__}: batch_size={batch_size} is not a multiple of num_slices={self.num_slices}."
+            )
+        return self.num_slices, batch_size // self.num_slices
+
+    def _overhang(self, seq_len: int) -> tuple[int, int]:
+        def one(value: Any) -> int:
+            if value is True:
+                return seq_len - 1
+            if value is False or value is None:
+                return 0
+            return min(int(value), seq_len - 1)
+
+        return one(self.span[0]), one(self.span[1])
+
+    # ------------------------------------------------------------------ sampling
+    def _valid_trajectories(self, table: TrajectoryTable, seq_len: int) -> torch.Tensor:
+        cached = self.__dict__.get("_valid_cache")
+        if cached is not None and cached[0] is table and cached[1] == seq_len:
+            return cached[2]
+        if self.strict_length:
+            valid = (table.length >= seq_len).nonzero().squeeze(-1)
+        else:
+            valid = torch.arange(table.length.numel(), device=table.length.device)
+        if valid.numel() == 0:
+            raise RuntimeError(
+                f"{type(self).__name__}: no stored trajectory is at least {seq_len} steps long (the longest has "
+                f"{int(table.length.max())}). Use shorter slices, or strict_length=False to get shorter ones."
+            )
+        self._valid_cache = (table, seq_len, valid)
+        return valid
+
+    def _choose_trajectories(self, table: TrajectoryTable, num_slices: int, seq_len: int) -> torch.Tensor:
+        valid = self._valid_trajectories(table, seq_len)
+        return valid[torch.randint(0, valid.numel(), (num_slices,), generator=self._rng, device=valid.device)]
+
+    def _choose_offsets(self, length: torch.Tensor, seq_len: int) -> torch.Tensor:
+        u = torch.rand(length.shape, generator=self._rng, device=length.device)
+        if self.strict_length and not any(self.span):
+            return u.mul_(length - (seq_len - 1)).long()
+        left, right = self._overhang(seq_len)
+        low = -left
+        high = torch.clamp(length - seq_len + right, min=low)
+        return low + (u * (high - low + 1)).floor_().long()
+
+    def sample(self, storage, batch_size: int) -> tuple[torch.Tensor, dict]:
+        table = self._get_table(storage)
+        num_slices, seq_len = self._geometry(batch_size)
+        traj = self._choose_trajectories(table, num_slices, seq_len)
+        if traj.numel() == 0:
+            raise RuntimeError(f"{type(self).__name__}: no slice could be drawn.")
+        length = table.length[traj]
+        offset = self._choose_offsets(length, seq_len)
+        return self._slices(table, traj, length, offset, seq_len, extra={})
+
+    def _exact_slices(self, table, traj, offset, seq_len: int, extra: dict) -> tuple[Any, dict]:
+        """``_slices`` for full-length slices of a 1-d storage (the common case), with fewer operations."""
+        num_slices = traj.numel()
+        key = (num_slices, seq_len, offset.device)
+        cached = self.__dict__.get("_pattern")
+        if cached is None or cached[0] != key:
+            steps = torch.arange(seq_len, device=offset.device)
+            first = torch.zeros(num_slices, seq_len, dtype=torch.bool, device=offset.device)
+            last = torch.zeros_like(first)
+            first[:, 0] = True
+            last[:, -1] = True
+            cached = self._pattern = (key, steps, first.reshape(-1, 1), last.reshape(-1))
+        _, steps, is_first, is_last = cached
+        time = (table.start.index_select(0, traj) + offset).unsqueeze(-1) + steps
+        if table.wrap:
+            time = time % table.rows
+        time = time.reshape(-1)
+        info = dict(extra)
+        for name, value in list(info.items()):
+            if isinstance(value, torch.Tensor) and value.ndim >= 2 and value.shape[:2] == (num_slices, seq_len):
+                info[name] = value.reshape(-1, *value.shape[2:])
+        if self.truncated_key is not None:
+            stored_end = table.stored_end.reshape(-1).index_select(0, time)
+            info[self.truncated_key] = (is_last & ~stored_end).unsqueeze(-1)
+            info[_replace_last(self.truncated_key, "done")] = (is_last | stored_end).unsqueeze(-1)
+        if self.init_key is not None:
+            info[self.init_key] = is_first
+        return time, info
+
+    def _slices(self, table, traj, length, offset, seq_len: int, extra: dict) -> tuple[Any, dict]:
+        if self.strict_length and not any(self.span) and not table.inner_shape:
+            return self._exact_slices(table, traj, offset, seq_len, extra)
+        steps = torch.arange(seq_len, device=length.device)
+        rel = offset.unsqueeze(-1) + steps  # [S, L] position inside the trajectory
+        exact = self.strict_length and not any(self.span)
+        info = dict(extra)
+        if exact:
+            keep = None
+        else:
+            keep = (rel >= 0) & (rel < length.unsqueeze(-1))
+            if self.pad_output:
+                rel = torch.minimum(torch.maximum(rel, torch.zeros_like(rel)), (length - 1).unsqueeze(-1))
+                info["mask"] = keep.reshape(-1)
+        time = table.start[traj].unsqueeze(-1) + rel
+        if table.wrap:
+            time = time % table.rows
+        column = table.column[traj].unsqueeze(-1).expand_as(time)
+        # the first and last real steps of every slice (its kept steps are contiguous)
+        is_first = torch.zeros(rel.shape, dtype=torch.bool, device=rel.device)
+        is_last = torch.zeros_like(is_first)
+        if keep is None:
+            is_first[:, 0] = True
+            is_last[:, -1] = True
+        else:
+            is_first[:, 0] = keep[:, 0]
+            is_first[:, 1:] = keep[:, 1:] & ~keep[:, :-1]
+            is_last[:, -1] = keep[:, -1]
+            is_last[:, :-1] = keep[:, :-1] & ~keep[:, 1:]
+        if keep is not None and not self.pad_output:
+            time, column, is_last, is_first = time[keep], column[keep], is_last[keep], is_first[keep]
+            for name, value in list(info.items()):
+                if isinstance(value, torch.Tensor) and value.shape[:2] == keep.shape:
+                    info[name] = value[keep]
+        else:
+            time, column, is_last, is_first = time.reshape(-1), column.reshape(-1), is_last.reshape(-1), is_first.reshape(-1)
+            for name, value in list(info.items()):
+                if isinstance(value, torch.Tensor) and value.ndim >= 2 and value.shape[:2] == rel.shape:
+                    info[name] = value.reshape(-1, *value.shape[2:])
+        if self.truncated_key is not None:
+            stored_end = table.stored_end[time, column]
+            info[self.truncated_key] = (is_last & ~stored_end).unsqueeze(-1)
+            info[_replace_last(self.truncated_key, "done")] = (is_last | stored_end).unsqueeze(-1)
+        if self.init_key is not None:
+            info[self.init_key] = is_first.unsqueeze(-1)
+        if table.inner_shape:
+            index = (time, *unravel_index(column, (0, *table.inner_shape))[1:])
+        else:
+            index = time
+        return index, info
+
+    # ------------------------------------------------------------------ notifications and state
+    def add(self, index: torch.Tensor) -> None:
+        self._table = None
+
+    def extend(self, index: torch.Tensor) -> None:
+        self._table = None
+
+    def mark_update(self, index: int | torch.Tensor, *, storage=None) -> None:
+        self._table = None
+
+    def _empty(self) -> None:
+        self._table = None
+        self._cache_key = None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._table = None
+
+    def dumps(self, path):
+        return super().dumps(path)
+
+    def loads(self, path):
+        return super().loads(path)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_table"] = None
+        state["_cache_key"] = None
+        state.pop("_valid_cache", None)
+        state.pop("_pattern", None)
+        return state
+
+    def __repr__(self) -> str:
+        size = f"num_slices={self.num_slices}" if self.num_slices is not None else f"slice_len={self.slice_len}"
+        return f"{type(self).__name__}({size}, strict_length={self.strict_length})"
+
+
+
+class SliceSamplerWithoutReplacement(SliceSampler, SamplerWithoutReplacement):
+    """A :class:`SliceSampler` that uses every trajectory once per epoch.
+
+    Each batch takes ``num_slices`` trajectories that were not used yet in the current epoch (one slice
+    from each), so no step is sampled twice within an epoch and a batch never holds two slices of the same
+    trajectory. :attr:`ran_out` flags the end of an epoch; writing to the buffer starts a new one.
+
+    Keyword Args:
+        drop_last (bool, optional): drop the last batch of an epoch when fewer than ``num_slices``
+            trajectories remain. Defaults to ``False`` (that batch is returned smaller).
+        shuffle (bool, optional): visit trajectories in random order. Defaults to ``True``.
+        other keyword arguments: as :class:`SliceSampler`.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from torchrl.data.replay_buffers import (TensorDictReplayBuffer, LazyTensorStorage,
+        ...     SliceSamplerWithoutReplacement)
+        >>> data = TensorDict(episode=torch.arange(4).repeat_interleave(3), batch_size=[12])
+        >>> rb = TensorDictReplayBuffer(storage=LazyTensorStorage(12), batch_size=6,
+        ...     sampler=SliceSamplerWithoutReplacement(slice_len=3, traj_key="episode"))
+        >>> _ = rb.extend(data)
+        >>> sorted(torch.cat([b["episode"] for b in rb]).unique().tolist())
+        [0, 1, 2, 3]
+    """
+
+    def __init__(
+        self,
+        *,
+        num_slices: int | None = None,
+        slice_len: int | None = None,
+        drop_last: bool = False,
+        end_key=None,
+        end_keys=None,
+        traj_key=None,
+        ends: torch.Tensor | None = None,
+        trajectories: torch.Tensor | None = None,
+        truncated_key=("next", "truncated"),
+        strict_length: bool = True,
+        shuffle: bool = True,
+        compile: bool | dict = False,
+        use_gpu: bool | torch.device = False,
+        cache_values: bool = False,
+        span: bool | int | tuple = False,
+        pad_output: bool = False,
+        replacement: bool = False,
+    ):
+        SliceSampler.__init__(
+            self,
+            num_slices=num_slices,
+            slice_len=slice_len,
+            end_key=end_key,
+            end_keys=end_keys,
+            traj_key=traj_key,
+            ends=ends,
+            trajectories=trajectories,
+            cache_values=cache_values,
+            truncated_key=truncated_key,
+            strict_length=strict_length,
+            span=span,
+            pad_output=pad_output,
+            compile=compile,
+            use_gpu=use_gpu,
+        )
+        SamplerWithoutReplacement.__init__(self, drop_last=drop_last, shuffle=shuffle)
+
+    def add(self, index: torch.Tensor) -> None:
+        SliceSampler.add(self, index)
+        self._order = None
+
+    def extend(self, index: torch.Tensor) -> None:
+        SliceSampler.extend(self, index)
+        self._order = None
+
+    def mark_update(self, index, *, storage=None) -> None:
+        SliceSampler.mark_update(self, index, storage=storage)
+        self._order = None
+
+    def _choose_trajectories(self, table: TrajectoryTable, num_slices: int, seq_len: int) -> torch.Tensor:
+        valid = self._valid_trajectories(table, seq_len)
+        return valid[self._take(valid.numel(), num_slices).to(valid.device)]
+
+    def sample(self, storage, batch_size: int) -> tuple[tuple[torch.Tensor, ...], dict]:
+        return SliceSampler.sample(self, storage, batch_size)
+
+    def can_sample(self, storage, batch_size: int) -> bool:
+        return len(storage) > 0
+
+    def _empty(self) -> None:
+        SliceSampler._empty(self)
+        SamplerWithoutReplacement._empty(self)
+
+    def state_dict(self) -> dict[str, Any]:
+        return SamplerWithoutReplacement.state_dict(self)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        SamplerWithoutReplacement.load_state_dict(self, state_dict)
+        self._cache_key = None
+        self._table = None
+
+    def dumps(self, path):
+        return Sampler.dumps(self, path)
+
+    def loads(self, path):
+        return Sampler.loads(self, path)

@@ -1,0 +1,115 @@
+"""``SamplerWithoutReplacement``: epochs over the stored elements."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torchrl.data.replay_buffers._utils import unravel_index
+from torchrl.data.replay_buffers.samplers.base import Sampler, empty_storage_error
+
+
+class SamplerWithoutReplacement(Sampler):
+    """Samples every stored element once per epoch.
+
+    An epoch is a permutation of the stored indices (or their natural order with ``shuffle=False``),
+    consumed ``batch_size`` elements at a time. When it is exhausted :attr:`ran_out` becomes ``True`` (which
+    ends ``for batch in buffer`` loops) and the next call starts a new epoch. Writing to the buffer
+    changes its length and also starts a new epoch.
+
+    Keyword Args:
+        drop_last (bool, optional): drop the last, incomplete batch of an epoch. With ``False`` that batch
+            is returned smaller. Defaults to ``False``.
+        shuffle (bool, optional): visit the elements in random order. Defaults to ``True``.
+
+    Examples:
+        >>> import torch
+        >>> from torchrl.data.replay_buffers import ReplayBuffer, LazyTensorStorage, SamplerWithoutReplacement
+        >>> rb = ReplayBuffer(storage=LazyTensorStorage(10), sampler=SamplerWithoutReplacement(), batch_size=4)
+        >>> _ = rb.extend(torch.arange(10))
+        >>> sorted(torch.cat([batch for batch in rb]).tolist())
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    """
+
+    def __init__(self, drop_last: bool = False, shuffle: bool = True):
+        self.drop_last = drop_last
+        self.shuffle = shuffle
+        self._order: torch.Tensor | None = None
+        self._position = 0
+        self._epoch_len = -1
+        self._ran_out = False
+
+    @property
+    def ran_out(self) -> bool:
+        return self._ran_out
+
+    @ran_out.setter
+    def ran_out(self, value: bool) -> None:
+        self._ran_out = bool(value)
+
+    def _new_epoch(self, n: int) -> None:
+        self._order = torch.randperm(n, generator=self._rng) if self.shuffle else torch.arange(n)
+        self._position = 0
+        self._epoch_len = n
+
+    def can_sample(self, storage, batch_size: int) -> bool:
+        n = len(storage)
+        return n > 0 and not (self.drop_last and batch_size > n)
+
+    def _take(self, n: int, batch_size: int) -> torch.Tensor:
+        if n == 0:
+            raise empty_storage_error(self)
+        if self.drop_last and batch_size > n:
+            raise ValueError(
+                f"{type(self).__name__}: batch_size={batch_size} is larger than the {n} elements stored, so "
+                "an epoch cannot provide a batch without repeated elements (drop_last=True). Use a smaller "
+                "batch, drop_last=False, or a sampler with replacement."
+            )
+        if self._order is None or self._epoch_len != n:
+            self._new_epoch(n)
+        start = self._position
+        index = self._order[start : start + batch_size]
+        self._position = start + index.numel()
+        remaining = n - self._position
+        if remaining == 0 or (self.drop_last and remaining < batch_size):
+            self._ran_out = True
+            self._order = None
+        else:
+            self._ran_out = False
+        return index
+
+    def sample(self, storage, batch_size: int) -> tuple[Any, dict]:
+        index = self._take(len(storage), batch_size)
+        if storage.ndim > 1:
+            index = unravel_index(index, storage.shape[: storage.ndim])
+        return index, {}
+
+    def _empty(self) -> None:
+        self._order = None
+        self._position = 0
+        self._epoch_len = -1
+        self._ran_out = False
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "_order": self._order.clone() if self._order is not None else torch.empty(0, dtype=torch.long),
+            "_has_order": torch.tensor(self._order is not None),
+            "_position": torch.tensor(self._position),
+            "_epoch_len": torch.tensor(self._epoch_len),
+            "_ran_out": torch.tensor(self._ran_out),
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._order = state_dict["_order"].clone() if bool(state_dict["_has_order"]) else None
+        self._position = int(state_dict["_position"])
+        self._epoch_len = int(state_dict["_epoch_len"])
+        self._ran_out = bool(state_dict["_ran_out"])
+
+    def dumps(self, path):
+        return super().dumps(path)
+
+    def loads(self, path):
+        return super().loads(path)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(drop_last={self.drop_last}, shuffle={self.shuffle})"

@@ -1,0 +1,102 @@
+"""``TensorDictReplayBuffer``: a replay buffer of TensorDicts that writes sample metadata into the batch."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from torchrl.data.replay_buffers import _buffer_ops as ops
+from torchrl.data.replay_buffers.replay_buffer import ReplayBuffer
+from torchrl.data.replay_buffers.samplers.prioritized import PrioritizedSampler
+from torchrl.data.replay_buffers.writers.round_robin import TensorDictRoundRobinWriter
+
+
+class TensorDictReplayBuffer(ReplayBuffer):
+    """A :class:`ReplayBuffer` for TensorDict data.
+
+    Sampled batches carry the sample info as entries: ``"index"`` (the storage index of every element,
+    stacked coordinates for multi-dimensional storages), ``"priority_weight"`` with prioritized samplers,
+    slice boundary flags with slice samplers. ``extend`` writes ``"index"`` into the extended tensordict,
+    so that a batch whose ``priority_key`` entry was filled (e.g. by a loss) can be passed to
+    :meth:`update_tensordict_priority`.
+
+    Keyword Args:
+        priority_key (NestedKey, optional): the entry holding priorities. Defaults to ``"td_error"``.
+        other keyword arguments: as :class:`ReplayBuffer` (the default writer is
+            :class:`TensorDictRoundRobinWriter`).
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from torchrl.data import TensorDictReplayBuffer, LazyTensorStorage
+        >>> rb = TensorDictReplayBuffer(storage=LazyTensorStorage(100), batch_size=4)
+        >>> _ = rb.extend(TensorDict(obs=torch.arange(10), batch_size=[10]))
+        >>> sample = rb.sample()
+        >>> (sample["obs"] == sample["index"]).all()
+        tensor(True)
+    """
+
+    def __init__(self, *, priority_key: Any = "td_error", **kwargs) -> None:
+        if kwargs.get("writer") is None:
+            kwargs["writer"] = TensorDictRoundRobinWriter
+        super().__init__(**kwargs)
+        self.priority_key = priority_key
+
+    def add(self, data: TensorDictBase) -> int:
+        index = super().add(data)
+        if (
+            index is not None
+            and isinstance(self._sampler, PrioritizedSampler)
+            and isinstance(data, TensorDictBase)
+            and self.priority_key in data.keys(True)
+        ):
+            self._sampler.update_priority(index, data.get(self.priority_key), storage=self._storage)
+        return index
+
+    def extend(self, tensordicts: TensorDictBase, *, update_priority: bool | None = None) -> torch.Tensor:
+        index = super().extend(tensordicts)
+        if not isinstance(tensordicts, TensorDictBase) or index is None or index.numel() == 0:
+            return index
+        batch = tensordicts.batch_size
+        if self._dim_extend == 0 and len(batch) >= 1 and index.numel() == batch[0] and not tensordicts.is_locked:
+            if len(batch) == 1 and type(tensordicts) is TensorDict:
+                tensordicts._set_str("index", index, inplace=False, validated=True)  # shape known to match
+            elif len(batch) == 1:
+                tensordicts.set("index", index)
+            else:
+                tensordicts.set("index", index.reshape(-1, *([1] * (len(batch) - 1))).expand(batch))
+        if update_priority is None:
+            update_priority = isinstance(self._sampler, PrioritizedSampler) and self.priority_key in tensordicts.keys(True)
+        if update_priority:
+            self.update_tensordict_priority(tensordicts)
+        return index
+
+    def sample(
+        self, batch_size: int | None = None, return_info: bool = False, include_info: bool | None = None
+    ) -> TensorDictBase:
+        data, info = self._sample_maybe_prefetched(batch_size)
+        if include_info is not False and isinstance(data, TensorDictBase):
+            ops.info_into_data(data, info)
+        return (data, info) if return_info else data
+
+    def update_tensordict_priority(self, data: TensorDictBase) -> None:
+        """Sets priorities from ``data[priority_key]`` at ``data["index"]`` (as sampled)."""
+        if "index" not in data.keys():
+            raise KeyError(
+                f"{type(self).__name__}.update_tensordict_priority: the tensordict has no 'index' entry; pass a "
+                "batch returned by sample() (or extended through this buffer)."
+            )
+        priority = data.get(self.priority_key, None)
+        if priority is None:
+            raise KeyError(
+                f"{type(self).__name__}.update_tensordict_priority: the tensordict has no {self.priority_key!r} "
+                "entry holding the new priorities."
+            )
+        index = data.get("index")
+        if self._storage.ndim > 1 and index.ndim >= 2:
+            index = tuple(index.reshape(-1, index.shape[-1]).unbind(-1))
+            priority = priority.reshape(index[0].numel(), -1)
+        elif index.ndim > 1:
+            index = index.reshape(index.shape[0], -1)[:, 0]
+        self.update_priority(index, priority.detach())

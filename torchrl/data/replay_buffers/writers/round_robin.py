@@ -1,0 +1,207 @@
+"""``RoundRobinWriter``: a ring buffer cursor (the oldest elements are overwritten first)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from torchrl.data.replay_buffers._utils import INT_CLASSES, _as_index, _leading_len
+from torchrl.data.replay_buffers.storages.tensor_storage import _batch_shape
+from torchrl.data.replay_buffers.writers.base import Writer
+
+
+class RoundRobinWriter(Writer):
+    """Writes at a cursor that advances by the number of written elements and wraps at capacity.
+
+    ``extend`` of a batch that fits before the end of the storage writes one contiguous slice; a batch that
+    wraps is written with an index tensor; a batch larger than the storage keeps its last elements.
+
+    Args:
+        compilable (bool, optional): accepted for API compatibility. Defaults to ``False``.
+
+    Keyword Args:
+        track_generations (bool, optional): keep, for every storage slot, a counter bumped by each write to
+            it. A consumer that kept the generation of a sampled slot (``info["index_generation"]``) can tell
+            whether the slot still holds the same data (see :meth:`generations_of`). Defaults to ``False``.
+
+    Examples:
+        >>> import torch
+        >>> from torchrl.data.replay_buffers import ReplayBuffer, LazyTensorStorage, RoundRobinWriter
+        >>> rb = ReplayBuffer(storage=LazyTensorStorage(4), writer=RoundRobinWriter(track_generations=True))
+        >>> rb.extend(torch.arange(3)), rb.extend(torch.arange(3, 6))
+        (tensor([0, 1, 2]), tensor([3, 0, 1]))
+        >>> rb.storage.get(torch.arange(4)), rb.writer.generations_of(torch.arange(4))
+        (tensor([4, 5, 2, 3]), tensor([2, 2, 1, 1]))
+    """
+
+    def __init__(self, compilable: bool = False, *, track_generations: bool = False) -> None:
+        super().__init__(compilable=compilable)
+        self._track_generations = track_generations
+        self._cursor_value = 0
+        self._write_count_value = 0
+        self._shared: torch.Tensor | None = None  # [cursor, write_count] in shared memory
+        self._generations: torch.Tensor | None = None
+
+    # ---------------------------------------------------------------- counters
+    @property
+    def _cursor(self) -> int:
+        return self._cursor_value if self._shared is None else int(self._shared[0])
+
+    @_cursor.setter
+    def _cursor(self, value: int) -> None:
+        if self._shared is None:
+            self._cursor_value = value
+        else:
+            self._shared[0] = value
+
+    @property
+    def _write_count(self) -> int:
+        return self._write_count_value if self._shared is None else int(self._shared[1])
+
+    @_write_count.setter
+    def _write_count(self, value: int) -> None:
+        if self._shared is None:
+            self._write_count_value = value
+        else:
+            self._shared[1] = value
+
+    def _share(self) -> None:
+        if self._shared is None:
+            self._shared = torch.tensor([self._cursor_value, self._write_count_value]).share_memory_()
+        if self._generations is not None:
+            self._generations.share_memory_()
+
+    @property
+    def tracks_generations(self) -> bool:
+        return self._track_generations
+
+    def _capacity(self, data: Any, single: bool) -> int:
+        shape = None
+        if not single and (isinstance(data, torch.Tensor) or hasattr(data, "batch_size")):
+            shape = _batch_shape(data)
+        return self._storage._max_size_along_dim0(shape)
+
+    def _bump(self, index: Any, capacity: int) -> None:
+        if self._generations is None or self._generations.numel() < capacity:
+            grown = torch.zeros(capacity, dtype=torch.long)
+            if self._generations is not None:
+                grown[: self._generations.numel()] = self._generations
+            self._generations = grown
+            if self._shared is not None:
+                self._generations.share_memory_()
+        if isinstance(index, slice):
+            self._generations[index] += 1
+        else:
+            self._generations.index_add_(0, _as_index(index), torch.ones_like(_as_index(index)))
+
+    def generations_of(self, index: int | torch.Tensor) -> torch.Tensor:
+        if not self._track_generations:
+            return super().generations_of(index)
+        if isinstance(index, tuple):
+            index = index[0]
+        index = torch.as_tensor(index)
+        if self._generations is None:
+            return torch.zeros(index.shape, dtype=torch.long)
+        return self._generations[index.long()]
+
+    # ---------------------------------------------------------------- writes
+    def add(self, data: Any) -> int | torch.Tensor:
+        capacity = self._capacity(data, single=True)
+        index = self._cursor
+        self._storage.set(index, data)
+        self._cursor = (index + 1) % capacity
+        self._write_count += 1
+        if self._track_generations:
+            self._bump([index], capacity)
+        return index
+
+    def extend(self, data: Sequence) -> torch.Tensor:
+        shape = getattr(data, "shape", None)
+        n = shape[0] if shape else _leading_len(data)
+        if n == 0:
+            return torch.zeros(0, dtype=torch.long)
+        storage = self._storage
+        capacity = storage._capacity_rows if getattr(storage, "initialized", False) else self._capacity(data, single=False)
+        cursor = self._cursor_value if self._shared is None else self._cursor
+        written = n
+        full_index = None
+        if n > capacity:  # only the last `capacity` elements survive
+            full_index = torch.arange(cursor, cursor + n) % capacity
+            data = data[n - capacity :]
+            cursor = (cursor + n - capacity) % capacity
+            n = capacity
+        if cursor + n <= capacity:
+            where: Any = slice(cursor, cursor + n)
+            index = torch.arange(cursor, cursor + n)
+        else:
+            index = torch.arange(cursor, cursor + n) % capacity
+            where = index
+        storage.set(where, data)
+        if self._shared is None:
+            self._cursor_value = (cursor + n) % capacity
+            self._write_count_value += written
+        else:
+            self._cursor = (cursor + n) % capacity
+            self._write_count += written
+        if self._track_generations:
+            self._bump(where, capacity)
+        return index if full_index is None else full_index
+
+    def write_at(self, index: int | torch.Tensor, data: Any) -> int | torch.Tensor:
+        """Overwrites the slots at ``index`` (the cursor does not move)."""
+        self._storage.set(index, data)
+        if self._track_generations:
+            capacity = self._capacity(data, single=isinstance(index, INT_CLASSES))
+            self._bump([index] if isinstance(index, INT_CLASSES) else index, capacity)
+        return index
+
+    # ---------------------------------------------------------------- state
+    def _empty(self) -> None:
+        self._cursor = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        state: dict[str, Any] = {"_cursor": self._cursor, "_write_count": self._write_count}
+        if self._generations is not None:
+            state["_generations"] = self._generations.clone()
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._cursor = int(state_dict["_cursor"])
+        self._write_count = int(state_dict["_write_count"])
+        if "_generations" in state_dict:
+            self._generations = torch.as_tensor(state_dict["_generations"]).clone()
+
+    def dumps(self, path):
+        return super().dumps(path)
+
+    def loads(self, path):
+        return super().loads(path)
+
+    def register_storage(self, storage) -> None:
+        return super().register_storage(storage)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(cursor={self._cursor}, full_storage={self._write_count >= (self._storage.max_size or 0) if self._storage is not None else False})"
+
+
+class TensorDictRoundRobinWriter(RoundRobinWriter):
+    """A :class:`RoundRobinWriter` for TensorDict data (kept for TorchRL compatibility; same behaviour).
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from torchrl.data.replay_buffers import TensorDictReplayBuffer, LazyTensorStorage
+        >>> from torchrl.data.replay_buffers import TensorDictRoundRobinWriter
+        >>> rb = TensorDictReplayBuffer(storage=LazyTensorStorage(3), writer=TensorDictRoundRobinWriter())
+        >>> rb.extend(TensorDict(a=torch.arange(4), batch_size=[4])).tolist()
+        [0, 1, 2, 0]
+    """
+
+    def add(self, data: Any) -> int | torch.Tensor:
+        return super().add(data)
+
+    def extend(self, data: Sequence) -> torch.Tensor:
+        return super().extend(data)
+
+    def write_at(self, index: int | torch.Tensor, data: Any) -> int | torch.Tensor:
+        return super().write_at(index, data)
