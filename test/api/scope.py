@@ -30,6 +30,8 @@ ENV_TRANSFORMS = [
 ENV_NAMES = [
     "EnvBase", "ExplorationType", "MarlGroupMapType", "PendulumEnv", "TicTacToeEnv", "check_env_specs",
     "check_marl_grouping", "exploration_type", "get_available_libraries", "make_composite_from_td",
+    "GymEnv", "GymWrapper", "GymLikeEnv", "default_info_dict_reader", "set_gym_backend", "gym_backend",
+    "register_gym_spec_conversion",
     "set_exploration_type", "step_mdp", "terminated_or_truncated",
 ]
 
@@ -44,6 +46,8 @@ SCOPE: dict[str, list[str] | str | tuple[str, list[str]]] = {
     "torchrl": "all",
     "torchrl.data.tensor_specs": SPEC_NAMES,
     "torchrl.objectives.value.functional": "all",
+    "torchrl.envs.libs.gym": "all",
+    "torchrl.envs.libs": ["GymEnv", "GymWrapper", "set_gym_backend", "gym_backend", "register_gym_spec_conversion"],
     "torchrl.data.replay_buffers": ("all", RB_LATER),
     "torchrl.data.replay_buffers.samplers": ("all", RB_LATER),
     "torchrl.data.replay_buffers.storages": ("all", RB_LATER),

@@ -3,6 +3,8 @@ from torchrl._exploration import ExplorationType, exploration_type, set_explorat
 from torchrl.envs.common import EnvBase
 from torchrl.envs._wrapper import _EnvWrapper
 from torchrl.envs.custom import PendulumEnv, TicTacToeEnv
+from torchrl.envs.gym_like import GymLikeEnv, default_info_dict_reader
+from torchrl.envs.libs.gym import GymEnv, GymWrapper, gym_backend, register_gym_spec_conversion, set_gym_backend
 from torchrl.envs.transforms import *  # noqa: F401,F403
 from torchrl.envs.transforms import __all__ as _transform_names
 from torchrl.envs.utils import (
@@ -18,6 +20,13 @@ from torchrl.envs.utils import (
 
 __all__ = [
     "EnvBase",
+    "GymEnv",
+    "GymLikeEnv",
+    "GymWrapper",
+    "default_info_dict_reader",
+    "gym_backend",
+    "register_gym_spec_conversion",
+    "set_gym_backend",
     "ExplorationType",
     "MarlGroupMapType",
     "PendulumEnv",
