@@ -32,6 +32,8 @@ def deprecated_alias(target: type, old_name: str, *, module: str | None = None) 
         True
     """
     message = f"{old_name} is deprecated; use {target.__name__} instead."
+    # ABCMeta walks a class's subclasses (the alias is one): the guard stops the walk re-entering the alias.
+    in_progress: set[int] = set()
 
     class _AliasMeta(type(target)):
         def __call__(cls, *args: Any, **kwargs: Any):
@@ -42,12 +44,18 @@ def deprecated_alias(target: type, old_name: str, *, module: str | None = None) 
 
         def __instancecheck__(cls, obj: Any) -> bool:
             if cls is alias:
-                return isinstance(obj, target)
+                return cls.__subclasscheck__(type(obj))
             return super().__instancecheck__(obj)
 
         def __subclasscheck__(cls, sub: type) -> bool:
             if cls is alias:
-                return issubclass(sub, target)
+                if id(sub) in in_progress:
+                    return False
+                in_progress.add(id(sub))
+                try:
+                    return issubclass(sub, target)
+                finally:
+                    in_progress.discard(id(sub))
             return super().__subclasscheck__(sub)
 
     alias = _AliasMeta(

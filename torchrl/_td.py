@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-__all__ = ["fast_get", "fast_set", "new_td", "shallow_dict", "stack_tds"]
+__all__ = ["any_true", "fast_get", "fast_set", "new_td", "shallow_dict", "stack_tds"]
 
 _TD = TensorDict
 
@@ -35,6 +35,11 @@ def fast_get(td: TensorDictBase, key, default: Any = None):
             return sub._tensordict.get(key[-1], default)
         return sub.get(key[-1], default)
     return td.get(key, default)
+
+
+def any_true(t: torch.Tensor) -> bool:
+    """``bool(t.any())`` with a single read for one-element tensors."""
+    return bool(t) if t.numel() == 1 else bool(t.any())
 
 
 def fast_set(td: TensorDictBase, key, value: torch.Tensor) -> None:

@@ -31,7 +31,8 @@ ENV_NAMES = [
     "EnvBase", "ExplorationType", "MarlGroupMapType", "PendulumEnv", "TicTacToeEnv", "check_env_specs",
     "check_marl_grouping", "exploration_type", "get_available_libraries", "make_composite_from_td",
     "GymEnv", "GymWrapper", "GymLikeEnv", "default_info_dict_reader", "set_gym_backend", "gym_backend",
-    "register_gym_spec_conversion",
+    "register_gym_spec_conversion", "SerialEnv", "ParallelEnv", "EnvCreator", "EnvMetaData", "env_creator",
+    "get_env_metadata",
     "set_exploration_type", "step_mdp", "terminated_or_truncated",
 ]
 
@@ -42,10 +43,41 @@ RB_LATER = [
 ]
 
 
+TD_MODULES_LATER = [
+    "MultiStepActorWrapper", "DiffusionActor", "DecisionTransformerInferenceWrapper", "DreamerV3DiscreteActor",
+    "DreamerV3SeededPolicy", "LMHeadActorValueOperator",
+]
+# torchrl.modules names from later issues: planners, MCTS, value norms, VLA/LeRobot, LLM.
+MODULES_TOP_LATER = [
+    "CEMPlanner", "MPCPlannerBase", "MPPIPlanner", "EXP3Score", "MCTSScore", "MCTSScores", "PUCTScore",
+    "UCB1TunedScore", "UCBScore", "PercentileValueNorm", "PopArtValueNorm", "RunningValueNorm", "ValueNorm",
+    "ComposeValueTransform", "IdentityValueTransform", "SignedHyperbolicValueTransform", "SymLogValueTransform",
+    "ValueTransform", "TinyVLA", "VLAWrapperBase", "LeRobotPolicyWrapper", "RecurrentMatmulPrecision",
+    "RecurrentMatmulPrecisionUserMode", "get_recurrent_matmul_precision", "set_recurrent_matmul_precision",
+    "canonicalize_rnn_subset", "signed_hyperbolic", "signed_parabolic", "symexp", "symlog",
+]
+
+# Losses that land with the rest of issue 7 (PPO family, A2C, REINFORCE, SAC) or later issues.
+OBJECTIVES_LATER = [
+    "A2CLoss", "ACTLoss", "BCLoss", "CQLLoss", "ClipPPOLoss", "CrossQLoss", "DTLoss", "DiffusionBCLoss",
+    "DiscreteCQLLoss", "DiscreteIQLLoss", "DiscreteSACLoss", "DreamerActorLoss", "DreamerModelLoss",
+    "DreamerV3ActorLoss", "DreamerV3Loss", "DreamerV3ModelLoss", "DreamerV3ValueLoss", "DreamerValueLoss",
+    "ExponentialQuadraticCost", "GAILLoss", "IPPOLoss", "IQLLoss", "KLPENPPOLoss", "MAPPOLoss", "OnlineDTLoss",
+    "PPOLoss", "QMixerLoss", "REDQLoss", "RNDLoss", "ReinforceLoss", "SACLoss", "TQCLoss", "WorldModelLoss",
+    "categorical_kl_balanced", "categorical_kl_terms",
+]
+
 SCOPE: dict[str, list[str] | str | tuple[str, list[str]]] = {
     "torchrl": "all",
     "torchrl.data.tensor_specs": SPEC_NAMES,
     "torchrl.objectives.value.functional": "all",
+    "torchrl.objectives.value": "all",
+    "torchrl.objectives.utils": ("all", ["Tensor"]),
+    "torchrl.objectives": ("all", OBJECTIVES_LATER),
+    "torchrl.record": "all",
+    "torchrl.record.loggers": "all",
+    "torchrl.modules.tensordict_module": ("all", TD_MODULES_LATER),
+    "torchrl.modules": ("all", MODULES_LATER + TD_MODULES_LATER + MODULES_TOP_LATER),
     "torchrl.envs.libs.gym": "all",
     "torchrl.envs.libs": ["GymEnv", "GymWrapper", "set_gym_backend", "gym_backend", "register_gym_spec_conversion"],
     "torchrl.data.replay_buffers": ("all", RB_LATER),

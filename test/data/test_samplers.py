@@ -373,3 +373,25 @@ def test_sampler_ensemble():
     assert all(x.eq(1).all() for x in storages.get(index))
     with pytest.raises(ValueError, match="p must hold 2 non-negative weights"):
         SamplerEnsemble(RandomSampler(), RandomSampler(), p=[1.0])
+
+
+def test_slice_flags_keep_stored_episode_starts():
+    import torch
+    from tensordict import TensorDict
+
+    from torchrl.data import LazyTensorStorage, SliceSampler, TensorDictReplayBuffer
+
+    n = 20
+    is_init = torch.zeros(n, 1, dtype=torch.bool)
+    is_init[[0, 5, 10, 15]] = True  # episodes of 5 steps, but slices use one trajectory id for all
+    data = TensorDict(
+        {"obs": torch.arange(n).float(), "traj": torch.zeros(n, dtype=torch.long), "is_init": is_init}, batch_size=[n]
+    )
+    rb = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(n), sampler=SliceSampler(slice_len=10, traj_key="traj"), batch_size=10
+    )
+    rb.extend(data)
+    sample = rb.sample()
+    starts = sample["obs"].long()
+    expected = (starts % 5 == 0) | (torch.arange(10) == 0)
+    assert sample["is_init"].squeeze(-1).tolist() == expected.tolist()

@@ -2,7 +2,9 @@
 from torchrl._exploration import ExplorationType, exploration_type, set_exploration_type
 from torchrl.envs.common import EnvBase
 from torchrl.envs._wrapper import _EnvWrapper
+from torchrl.envs.batched_envs import ParallelEnv, SerialEnv
 from torchrl.envs.custom import PendulumEnv, TicTacToeEnv
+from torchrl.envs.env_creator import EnvCreator, EnvMetaData, env_creator, get_env_metadata
 from torchrl.envs.gym_like import GymLikeEnv, default_info_dict_reader
 from torchrl.envs.libs.gym import GymEnv, GymWrapper, gym_backend, register_gym_spec_conversion, set_gym_backend
 from torchrl.envs.transforms import *  # noqa: F401,F403
@@ -20,6 +22,12 @@ from torchrl.envs.utils import (
 
 __all__ = [
     "EnvBase",
+    "EnvCreator",
+    "EnvMetaData",
+    "ParallelEnv",
+    "SerialEnv",
+    "env_creator",
+    "get_env_metadata",
     "GymEnv",
     "GymLikeEnv",
     "GymWrapper",

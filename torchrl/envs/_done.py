@@ -13,7 +13,7 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._td import fast_get, fast_set
+from torchrl._td import any_true, fast_get, fast_set
 
 __all__ = ["DoneStructure", "as_tuple", "from_tuple"]
 
@@ -117,7 +117,7 @@ class DoneStructure:
         for reset_key, mask in self.reset_masks(data):
             if mask is None:
                 continue
-            if mask.any():
+            if any_true(mask):
                 found = True
                 if write_reset:
                     data.set(reset_key, mask)

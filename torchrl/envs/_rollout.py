@@ -5,12 +5,13 @@ one done check and one ``step_mdp``; the per-step TensorDicts are stacked once a
 """
 from __future__ import annotations
 
+import gc
 from typing import Any, Callable, Iterable
 
 import torch
 from tensordict import LazyStackedTensorDict, TensorDictBase
 
-from torchrl._td import fast_get, stack_tds
+from torchrl._td import any_true, fast_get, stack_tds
 
 __all__ = ["rollout"]
 
@@ -111,37 +112,16 @@ def rollout(
 
     done_keys = _done_keys_for_break(env)
     steps: list[TensorDictBase] = []
-    finished = None
-    for i in range(max_steps):
-        td = act(td)
-        if any_done:
-            td = env.step(td)
-            steps.append(td)
-            if callback is not None:
-                callback(env, td)
-            nxt = fast_get(td, "next")
-            stop = False
-            for key in done_keys:
-                done = fast_get(nxt, key)
-                if done is not None and done.any():
-                    stop = True
-                    break
-            if stop:
-                break
-            if i + 1 < max_steps:
-                td = env.step_mdp(td)
-        else:
-            td, next_td = env.step_and_maybe_reset(td)
-            steps.append(td)
-            if callback is not None:
-                callback(env, td)
-            if all_done:
-                done = td.get("next").get(done_keys[0]) if done_keys else None
-                if done is not None:
-                    finished = done.clone() if finished is None else finished | done
-                    if bool(finished.all()):
-                        break
-            td = next_td
+    # The steps stay alive until the final stack; with the cyclic GC on, every full collection would rescan
+    # all of them (quadratic in the rollout length). Nothing in the loop needs cycle collection.
+    gc_was_enabled = gc.isenabled()
+    if gc_was_enabled and max_steps > 64:
+        gc.disable()
+    try:
+        _loop(env, td, act, steps, max_steps, any_done, all_done, done_keys, callback)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
     if set_truncated:
         _set_truncated(env, steps[-1])
@@ -169,3 +149,36 @@ def _set_truncated(env, last: TensorDictBase) -> None:
         truncated = nxt.get(group.truncated) | ~done
         nxt.set(group.truncated, truncated)
         nxt.set(group.done, done | truncated)
+
+def _loop(env, td, act, steps, max_steps, any_done, all_done, done_keys, callback) -> None:
+    finished = None
+    for i in range(max_steps):
+        td = act(td)
+        if any_done:
+            td = env.step(td)
+            steps.append(td)
+            if callback is not None:
+                callback(env, td)
+            nxt = fast_get(td, "next")
+            stop = False
+            for key in done_keys:
+                done = fast_get(nxt, key)
+                if done is not None and any_true(done):
+                    stop = True
+                    break
+            if stop:
+                break
+            if i + 1 < max_steps:
+                td = env.step_mdp(td)
+        else:
+            td, next_td = env.step_and_maybe_reset(td)
+            steps.append(td)
+            if callback is not None:
+                callback(env, td)
+            if all_done:
+                done = td.get("next").get(done_keys[0]) if done_keys else None
+                if done is not None:
+                    finished = done.clone() if finished is None else finished | done
+                    if bool(finished.all()):
+                        break
+            td = next_td

@@ -62,10 +62,18 @@ class EnvMetaclass(type):
         return env
 
 
+_HOOK_PROVIDERS = {
+    "auto_reset": "torchrl.envs.transforms",
+    "append_transform": "torchrl.envs.transforms",
+    "policy": "torchrl.modules",
+}
+
+
 def _require_hook(name: str) -> Callable:
     hook = _HOOKS.get(name)
     if hook is None:
-        raise RuntimeError(f"EnvBase: the {name!r} option needs torchrl.envs.transforms, which is not loaded.")
+        provider = _HOOK_PROVIDERS.get(name, "torchrl")
+        raise RuntimeError(f"EnvBase: the {name!r} option needs {provider}; import it first (import {provider}).")
     return hook
 
 

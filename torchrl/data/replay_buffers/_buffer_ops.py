@@ -101,6 +101,12 @@ def info_into_data(data: TensorDictBase, info: dict) -> TensorDictBase:
                 )
             else:
                 continue
+        if value.dtype is torch.bool:
+            # slice flags (is_init, done, truncated) add to the stored flags: real episode starts or ends
+            # inside a slice must survive
+            stored = data.get(key, None)
+            if isinstance(stored, torch.Tensor) and stored.dtype is torch.bool and stored.shape == value.shape:
+                value = stored | value
         data.set(key, value)
     return data
 

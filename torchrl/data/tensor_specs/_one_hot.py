@@ -99,11 +99,19 @@ class OneHot(TensorSpec):
         n = self.space.n
         batch = self.shape[:-1] if not shape else _cat_shape(shape, self.shape[:-1])
         if self.mask is None:
-            idx = torch.randint(0, n, batch, device=self._device)
-        else:
-            mask = self.mask.expand(*batch, n) if shape else self.mask
-            idx = _masked_draw(mask, type(self).__name__)
+            # one draw and one row gather from a cached identity matrix (cheaper than zeros + scatter)
+            idx = torch.randint(0, n, (batch.numel(),), device=self._device)
+            return self._identity().index_select(0, idx).reshape(*batch, n)
+        mask = self.mask.expand(*batch, n) if shape else self.mask
+        idx = _masked_draw(mask, type(self).__name__)
         return _one_hot(idx, n, self.dtype)
+
+    def _identity(self) -> torch.Tensor:
+        eye = self.__dict__.get("_eye")
+        if eye is None or eye.dtype != self.dtype or eye.device != (self._device or eye.device):
+            eye = torch.eye(self.space.n, dtype=self.dtype, device=self._device)
+            self.__dict__["_eye"] = eye
+        return eye
 
     def is_in(self, val: torch.Tensor) -> bool:
         if not self._check_tensor(val) or not _valid_one_hot(val):

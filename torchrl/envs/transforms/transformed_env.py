@@ -215,8 +215,8 @@ class TransformedEnv(EnvBase):
         """No-op: the base env fixed its own outputs, and transforms write entries in their spec's shape."""
 
     def _check_open(self) -> None:
-        if self.__dict__["_base"].is_closed:
-            raise RuntimeError(f"TransformedEnv({type(self.base_env).__name__}) is closed.")
+        # the base env decides: batched envs start lazily here, closed envs raise
+        self.__dict__["_base"]._check_open()
 
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
         return self.base_env.set_seed(seed, static_seed=static_seed)

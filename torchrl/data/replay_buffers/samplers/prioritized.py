@@ -1,6 +1,7 @@
 """``PrioritizedSampler``: prioritized experience replay over pure-torch segment trees."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -130,32 +131,32 @@ class PrioritizedSampler(Sampler):
         return (max_priority + self._eps) ** self._alpha
 
     # ------------------------------------------------------------------ writes
-    def _set_stored(self, index: torch.Tensor | slice, value: Any) -> None:
+    def _set_stored(self, index, value) -> None:
+        """Writes stored values; ``index`` is a slice or a backend array (see ``PriorityTree.array``)."""
         if isinstance(index, slice):
             self._tree.update_range(index.start, index.stop, value)
             if self._max_tree is not None:
                 self._max_tree.update_range(index.start, index.stop, value)
             return
-        value = torch.as_tensor(value, dtype=self.dtype, device=self.device)
-        if value.ndim == 0:
-            value = value.expand(index.shape)
         self._tree.update(index, value)
         if self._max_tree is not None:
-            self._max_tree._update(index, value)
+            tensor = self._tree.tensor(index)
+            value = self._tree.tensor(value) if not isinstance(value, float) else torch.tensor(value, dtype=self.dtype)
+            self._max_tree._update(tensor, value.to(self._max_tree.device).expand(tensor.shape))
 
     def _write_default(self, index: Any) -> None:
-        index = self._flat(index)
-        n = index.numel()
+        index = self._tree.array(self._flat(index))
+        n = index.shape[0]
         if n == 0:
             return
-        if int(index.max()) >= self._max_capacity or int(index.min()) < 0:
+        lo, hi = int(index.min()), int(index.max())
+        if lo < 0 or hi >= self._max_capacity:
             raise IndexError(
                 f"{type(self).__name__}: written indices must lie in [0, {self._max_capacity}) (max_capacity); "
-                f"got values up to {int(index.max())}. Build the sampler with the storage's capacity."
+                f"got values in [{lo}, {hi}]. Build the sampler with the storage's capacity."
             )
-        first = int(index[0])
-        if n > 64 and int(index[-1]) - first == n - 1 and torch.equal(index, torch.arange(first, first + n)):
-            self._set_stored(slice(first, first + n), self.default_priority)
+        if n > 64 and hi - lo == n - 1 and bool((index[1:] - index[:-1] == 1).all()):
+            self._set_stored(slice(lo, hi + 1), self.default_priority)
         else:
             self._set_stored(index, self.default_priority)
 
@@ -187,18 +188,13 @@ class PrioritizedSampler(Sampler):
         return index, {"priority_weight": weight}
 
     def _draw(self, n: int, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        uniform = torch.rand(batch_size, generator=self._rng, dtype=self.dtype, device=self.device)
-        index, stored, total = self._tree.draw(uniform, n)
-        if not total > 0:
+        drawn = self._tree.sample(batch_size, limit=n, beta=self._beta, generator=self._rng)
+        if drawn is None:
             raise RuntimeError(
                 f"{type(self).__name__}: every stored priority is zero, so no element can be drawn. Use eps > 0 "
                 "or update the priorities with positive values."
             )
-        if self._beta == 0:
-            return index, torch.ones(batch_size, dtype=self.dtype, device=self.device)
-        smallest = self._tree.min_positive()
-        weight = stored.clamp_min_(smallest).div_(smallest).pow_(-self._beta)
-        return index, weight
+        return drawn
 
     # ------------------------------------------------------------------ priorities
     def update_priority(
@@ -230,23 +226,26 @@ class PrioritizedSampler(Sampler):
             priority = self._match(priority, n)
         if n == 0:
             return
-        pmin, pmax = (x.item() for x in torch.aminmax(priority))
-        imin, imax = (x.item() for x in torch.aminmax(index))
-        if not (pmin >= 0 and pmax < float("inf")):
+        # numpy views on CPU (see PriorityTree): a handful of ~1 µs operations, and no tensor is copied
+        tree = self._tree
+        flat, values = tree.array(index), tree.array(priority)
+        pmin, pmax = float(values.min()), float(values.max())
+        if not (pmin >= 0 and pmax < math.inf):
             self._raise_bad_priority(priority)
+        imin, imax = int(flat.min()), int(flat.max())
         limit = len(storage) if storage is not None else self._max_capacity
         if imin < 0 or imax >= limit:
             raise IndexError(
                 f"{type(self).__name__}.update_priority: indices must lie in [0, {limit}) (the "
-                f"{'stored elements' if storage is not None else 'capacity'}); got values in [{int(imin)}, "
-                f"{int(imax)}]. No priority was updated."
+                f"{'stored elements' if storage is not None else 'capacity'}); got values in [{imin}, "
+                f"{imax}]. No priority was updated."
             )
         if self._max_tree is None and (self._max_priority is None or pmax > self._max_priority):
             self._max_priority = pmax
-        stored = priority + self._eps if self._eps else priority.clone()
+        stored = values + self._eps  # a new array: the caller's priorities are never written to
         if self._alpha != 1.0:
-            stored.pow_(self._alpha)
-        self._set_stored(index, stored.reshape(-1))
+            stored **= self._alpha
+        self._set_stored(flat, stored)
 
     def _reduce(self, priority: torch.Tensor) -> torch.Tensor:
         reduce = _REDUCTIONS[self.reduction]
@@ -317,20 +316,9 @@ class PrioritizedSampler(Sampler):
                 f"{type(self).__name__}.load_state_dict: the state holds {stored.numel()} priorities, this "
                 f"sampler has max_capacity={self._max_capacity}."
             )
-        self._tree.update_range(0, self._max_capacity, stored)
-        written = state_dict.get("_written")
-        if written is not None:  # never-written leaves stay out of the minimum
-            self._tree._min_levels[0][: self._max_capacity] = torch.where(written, stored, float("inf"))
-            self._refresh_min()
+        self._tree.load(stored, state_dict.get("_written"))  # without it, every leaf counts for the minimum
         if self._max_tree is not None:
             self._max_tree.update_range(0, self._max_capacity, torch.where(stored > 0, stored, float("-inf")))
-
-    def _refresh_min(self) -> None:
-        mins = self._tree._min_levels
-        k = self._tree._k
-        for depth in range(1, len(mins)):
-            reduced = mins[depth - 1].view(-1, k).amin(-1)
-            mins[depth][: reduced.numel()] = reduced
 
     def __repr__(self) -> str:
         return (

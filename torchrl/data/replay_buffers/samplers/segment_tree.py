@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 
 from torchrl.data.replay_buffers._utils import preallocate_zeros
@@ -365,12 +366,185 @@ class MaxSegmentTreeFp64(_MaxTree):
     _dtype = torch.float64
 
 
-class PriorityTree:
-    """Sum and min trees over the same leaves (the structure behind the prioritized samplers).
+class _TorchOps:
+    """The small kernels of :class:`PriorityTree` as torch ops (any device)."""
 
-    The min side keeps its own copy of the leaves, ``+inf`` where nothing was written, so that
-    ``min_positive()`` is the smallest priority currently stored (zeros included, as in TorchRL). Updates
-    refresh both sides level by level.
+    name = "torch"
+
+    @staticmethod
+    def view(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor
+
+    @staticmethod
+    def array(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+        return tensor if tensor.device == device else tensor.to(device)
+
+    tensor = view
+
+    @staticmethod
+    def take(source: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        return source.index_select(0, index)
+
+    @staticmethod
+    def put(target: torch.Tensor, index: torch.Tensor, value: torch.Tensor) -> None:
+        target.index_put_((index,), value)
+
+    @staticmethod
+    def row_sums(rows: torch.Tensor) -> torch.Tensor:
+        return rows.sum(-1)
+
+    @staticmethod
+    def search(boundaries: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+        return torch.searchsorted(boundaries, value, right=True)
+
+    @staticmethod
+    def descend(rows: torch.Tensor, mass: torch.Tensor, node: torch.Tensor, inner: bool) -> torch.Tensor:
+        k = rows.shape[-1]
+        cumulated = rows.cumsum(-1)
+        choice = torch.searchsorted(cumulated, mass.unsqueeze(-1), right=True)
+        if inner:  # the mass left inside the chosen child
+            choice.clamp_max_(k - 1)
+            mass.sub_(cumulated.sub_(rows).gather(-1, choice).squeeze(-1))
+        return choice.squeeze(-1).add_(node, alpha=k)
+
+    @staticmethod
+    def sort(mass: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return mass, None
+
+    @staticmethod
+    def unsort(node: torch.Tensor, order: None) -> torch.Tensor:
+        return node
+
+    @staticmethod
+    def clamp_max_(x: torch.Tensor, bound: int) -> torch.Tensor:
+        return x.clamp_max_(bound)
+
+    @staticmethod
+    def weights(value: torch.Tensor, smallest: float, beta: float) -> torch.Tensor:
+        return value.clamp_min_(smallest).div_(smallest).pow_(-beta)
+
+
+class _NumpyOps:
+    """The same kernels on numpy views of the tree tensors (CPU only).
+
+    A replay step runs a few dozen operations on 256-element arrays; numpy dispatches each in about 1-2 µs,
+    torch in about 5-8 µs. The prefix sums and the in-row searches stay torch ops (on the same memory), which
+    are faster than numpy's for those two.
+    """
+
+    name = "numpy"
+
+    @staticmethod
+    def view(tensor: torch.Tensor) -> np.ndarray:
+        return tensor.numpy()
+
+    @staticmethod
+    def array(tensor: torch.Tensor, device: torch.device) -> np.ndarray:
+        if tensor.requires_grad or tensor.device.type != "cpu":
+            tensor = tensor.detach().cpu()
+        return tensor.numpy()
+
+    tensor = staticmethod(torch.from_numpy)
+
+    @staticmethod
+    def take(source: np.ndarray, index: np.ndarray) -> np.ndarray:
+        return source.take(index, axis=0)
+
+    @staticmethod
+    def put(target: np.ndarray, index: np.ndarray, value: np.ndarray) -> None:
+        target[index] = value  # a 1-d index array is walked in order: the last repeated index wins
+
+    @staticmethod
+    def row_sums(rows: np.ndarray) -> np.ndarray:
+        return np.einsum("ij->i", rows)
+
+    @staticmethod
+    def search(boundaries: np.ndarray, value: np.ndarray) -> np.ndarray:
+        return np.searchsorted(boundaries, value, side="right")
+
+    @staticmethod
+    def descend(rows: np.ndarray, mass: np.ndarray, node: np.ndarray, inner: bool) -> np.ndarray:
+        if inner:
+            return _TorchOps.descend(torch.from_numpy(rows), torch.from_numpy(mass), torch.from_numpy(node), True).numpy()
+        cumulated = torch.from_numpy(rows).cumsum_(-1)  # ``rows`` is a fresh gather: summed in place
+        choice = torch.searchsorted(cumulated, torch.from_numpy(mass[:, None]), right=True).numpy()
+        node *= rows.shape[1]
+        node += choice[:, 0]
+        return node
+
+    @staticmethod
+    def sort(mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted masses make the binary searches cheaper (near-identical consecutive paths)."""
+        order = np.argsort(mass)
+        return mass.take(order), order
+
+    @staticmethod
+    def unsort(node: np.ndarray, order: np.ndarray) -> np.ndarray:
+        out = np.empty_like(node)
+        out[order] = node
+        return out
+
+    @staticmethod
+    def clamp_max_(x: np.ndarray, bound: int) -> np.ndarray:
+        return np.minimum(x, bound, out=x)
+
+    @staticmethod
+    def weights(value: np.ndarray, smallest: float, beta: float) -> np.ndarray:
+        weight = np.maximum(value, smallest)
+        if smallest > 0:
+            weight /= smallest
+            return np.power(weight, -beta, out=weight)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a written zero is the minimum: weights 0 (or nan)
+            weight /= smallest
+            return np.power(weight, -beta, out=weight)
+
+
+def _level_sizes(size: int, k: int, top_size: int) -> list[int]:
+    """Node counts per level, leaves first: every level but the top one is a whole number of ``k``-blocks."""
+    n = -(size // -k) * k
+    sizes = [n]
+    while n > max(top_size, k):
+        parents = n // k
+        n = parents if parents <= top_size else -(parents // -k) * k
+        sizes.append(n)
+    return sizes
+
+
+class PriorityTree:
+    """Sums and the minimum of one set of leaves: the structure behind the prioritized samplers.
+
+    - Sums: a segment tree as :class:`SumSegmentTreeFp32` (flat tensors per level, ``branching`` children per
+      node, a top level of at most ``top_size`` nodes). The inclusive prefix sums of the top level are cached
+      (``torch.cumsum`` once per batch of writes); a draw then costs one ``searchsorted`` on that cache and one
+      ``[batch, branching]`` gather + cumsum + ``searchsorted`` per lower level.
+    - Minimum: only the smallest *written* leaf is needed (importance-weight normalisation), so it is kept as a
+      number: writes lower it, and it is recomputed exactly (one scan of the leaves, on the next read) only
+      when a write overwrites a leaf that held it with a larger value. Never-written leaves are ``+inf`` in a
+      separate copy of the leaves, so written zeros count.
+
+    On CPU the small kernels run on numpy views of the same tensors (``backend="numpy"``), elsewhere as torch
+    ops; both give the same draws for the same random numbers up to float rounding. The cache state lives in
+    a small tensor, so that trees moved to shared memory stay consistent across processes.
+
+    Args:
+        size (int): the number of leaves.
+
+    Keyword Args:
+        dtype (torch.dtype): the leaves' dtype. Defaults to ``torch.float32``.
+        branching (int): children per node. Defaults to ``64``.
+        top_size (int): the largest top level. Defaults to ``16384``.
+        device (torch.device, optional): where the tensors live. Defaults to the CPU.
+        backend (str, optional): ``"numpy"`` (CPU only) or ``"torch"``. Defaults to numpy on CPU.
+
+    Examples:
+        >>> import torch
+        >>> tree = PriorityTree(4)
+        >>> tree.update(torch.tensor([1, 3]), torch.tensor([1.0, 3.0]))
+        >>> index, weight = tree.sample(1000, beta=1.0, generator=torch.Generator().manual_seed(0))
+        >>> sorted(index.unique().tolist()), sorted(weight.unique().tolist())
+        ([1, 3], [0.3333333432674408, 1.0])
+        >>> float(tree.min_positive())
+        1.0
     """
 
     def __init__(
@@ -381,100 +555,193 @@ class PriorityTree:
         branching: int = 64,
         top_size: int = 16384,
         device: torch.device | str | None = None,
+        backend: str | None = None,
     ):
-        self._sum = _SumTree.__new__(_SumTree)
-        self._sum._dtype = dtype
-        _SumTree.__init__(self._sum, size, branching=branching, top_size=top_size, device=device)
-        self._min_levels = [
-            preallocate_zeros(tuple(level.shape), dtype, level.device).fill_(math.inf) for level in self._sum._levels
-        ]
-        self._k = branching
-        self._shift = branching.bit_length() - 1 if branching & (branching - 1) == 0 else None
-        self._size = size
+        device = torch.device("cpu" if device is None else device)
+        if backend is None:
+            backend = "numpy" if device.type == "cpu" else "torch"
+        if backend not in ("numpy", "torch") or (backend == "numpy" and device.type != "cpu"):
+            raise ValueError(f"PriorityTree: backend must be 'torch', or 'numpy' on CPU; got {backend!r} on {device}.")
+        self._size = int(size)
+        self._k = k = int(branching)
+        self._shift = k.bit_length() - 1 if k & (k - 1) == 0 else 0  # parents by shifting when k is 2**n
         self.dtype = dtype
+        self._ops = _NumpyOps if backend == "numpy" else _TorchOps
+        sizes = _level_sizes(self._size, self._k, top_size)
+        self._levels = [preallocate_zeros((n,), dtype, device) for n in sizes]  # sums, leaves first
+        self._min_leaves = preallocate_zeros((sizes[0],), dtype, device).fill_(math.inf)
+        self._span = k ** (len(sizes) - 1)  # leaves under one top node
+        self._prefix = torch.zeros(sizes[-1] + 1, dtype=dtype, device=device)  # [0, cumsum(top level)]
+        # [top nodes in the current prefix sums (0: stale), minimum is known, minimum]; on CPU, numpy scalars
+        self._meta = torch.tensor([0.0, 1.0, math.inf], dtype=torch.float64)
+        self._uniform = torch.empty(0, dtype=dtype, device=device)
+        self._bind()
+
+    def _bind(self) -> None:
+        """(Re)creates the backend views of the tensors (after moving them to shared memory, or unpickling)."""
+        view, k = self._ops.view, self._k
+        self._a_levels = [view(level) for level in self._levels]
+        self._a_rows = [level.reshape(-1, k) for level in self._a_levels[:-1]]
+        self._a_min = view(self._min_leaves)
+        self._a_prefix = view(self._prefix)
+        self._a_meta = self._meta.numpy()
+
+    # ------------------------------------------------------------------ reads
+    @property
+    def backend(self) -> str:
+        return self._ops.name
 
     @property
     def leaves(self) -> torch.Tensor:
-        return self._sum.leaves
-
-    @property
-    def device(self) -> torch.device:
-        return self._sum.device
-
-    def total(self) -> torch.Tensor:
-        return self._sum.reduce_all()
-
-    def min_positive(self) -> torch.Tensor:
-        """The smallest stored leaf (``+inf`` when nothing is stored)."""
-        return self._min_levels[-1].amin()
-
-    def _parent(self, index: torch.Tensor) -> torch.Tensor:
-        return index >> self._shift if self._shift is not None else index // self._k
-
-    def update(self, index: torch.Tensor, value: torch.Tensor) -> None:
-        """Sets ``leaves[index] = value`` (the last repeated index wins) and refreshes the ancestors."""
-        if index.numel() > _SERIAL_SCATTER or index.device.type != "cpu":
-            index, value = _last_of_duplicates(index, value)
-        sums, mins = self._sum._levels, self._min_levels
-        sums[0][index] = value
-        mins[0][index] = value
-        k = self._k
-        for depth in range(1, len(sums)):
-            index = self._parent(index)
-            sums[depth][index] = sums[depth - 1].view(-1, k).index_select(0, index).sum(-1)
-            mins[depth][index] = mins[depth - 1].view(-1, k).index_select(0, index).amin(-1)
-
-    def update_range(self, start: int, stop: int, value: Any) -> None:
-        if start == stop:
-            return
-        sums, mins = self._sum._levels, self._min_levels
-        value = torch.as_tensor(value, dtype=self.dtype, device=self.device)
-        sums[0][start:stop] = value
-        mins[0][start:stop] = value
-        k = self._k
-        for depth in range(1, len(sums)):
-            start, stop = start // k, (stop - 1) // k + 1
-            sums[depth][start:stop] = sums[depth - 1].view(-1, k)[start:stop].sum(-1)
-            mins[depth][start:stop] = mins[depth - 1].view(-1, k)[start:stop].amin(-1)
-
-    def draw(self, uniform: torch.Tensor, limit: int | None = None) -> tuple[torch.Tensor, torch.Tensor, float]:
-        """Leaves drawn with probability proportional to their value, for ``uniform`` draws in ``[0, 1)``.
-
-        Returns ``(index, leaf_value, total)``; ``index`` is clamped to ``limit - 1`` (default: ``size - 1``;
-        only float rounding can reach past the last non-zero leaf). ``uniform`` is overwritten.
-        """
-        last = (self._size if limit is None else limit) - 1
-        levels = self._sum._levels
-        top = levels[-1]
-        cumulated = top.cumsum(0)
-        total = cumulated[-1]
-        remaining = uniform.mul_(total)
-        node = torch.searchsorted(cumulated, remaining, right=True).clamp_max_(top.numel() - 1)
-        if len(levels) == 1:
-            return node.clamp_max_(last), top.index_select(0, node), float(total)
-        remaining.sub_(cumulated.sub_(top).index_select(0, node))
-        k = self._k
-        for depth in range(len(levels) - 2, -1, -1):
-            children = levels[depth].view(-1, k).index_select(0, node)
-            cumulated = children.cumsum(-1)
-            choice = torch.searchsorted(cumulated, remaining.unsqueeze(-1), right=True).clamp_max_(k - 1)
-            if depth:
-                remaining.sub_(cumulated.sub_(children).gather(-1, choice).squeeze(-1))
-            node = choice.squeeze(-1).add(node, alpha=k)
-        value = children.gather(-1, choice).squeeze(-1)
-        return node.clamp_max_(last), value, float(total)
-
-    def reset(self) -> None:
-        self._sum.reset()
-        for level in self._min_levels:
-            level.fill_(math.inf)
+        return self._levels[0][: self._size]
 
     @property
     def min_leaves(self) -> torch.Tensor:
-        return self._min_levels[0][: self._size]
+        """The leaves as written, ``+inf`` where nothing was written."""
+        return self._min_leaves[: self._size]
 
-    def share_memory_(self):
-        self._sum.share_memory_()
-        for level in self._min_levels:
-            level.share_memory_()
+    @property
+    def device(self) -> torch.device:
+        return self._levels[0].device
+
+    def array(self, tensor: torch.Tensor):
+        """``tensor`` as an array of this tree's backend (a view when possible)."""
+        return self._ops.array(tensor, self.device)
+
+    def tensor(self, array) -> torch.Tensor:
+        """A backend array as a tensor (a view: no copy)."""
+        return self._ops.tensor(array)
+
+    def total(self) -> torch.Tensor:
+        return self._levels[-1].sum()
+
+    def min_positive(self) -> torch.Tensor:
+        """The smallest written leaf (``+inf`` when nothing is written), as a 0-d tensor."""
+        return torch.tensor(self._min(), dtype=self.dtype)
+
+    def _min(self) -> float:
+        meta = self._a_meta
+        if not meta[1]:
+            meta[2] = float(self._a_min.min())
+            meta[1] = 1.0
+        return float(meta[2])
+
+    # ------------------------------------------------------------------ writes
+    def update(self, index, value) -> None:
+        """Sets ``leaves[index] = value`` (the last repeated index wins) and refreshes the ancestors.
+
+        ``index`` (1-d integers) and ``value`` (same length, or a scalar) are tensors or backend arrays.
+        """
+        ops = self._ops
+        if isinstance(index, torch.Tensor):
+            index = self.array(index)
+        if isinstance(value, torch.Tensor):
+            value = self.array(value.to(self.dtype))
+        elif ops is _TorchOps and not isinstance(value, torch.Tensor):
+            value = torch.tensor(value, dtype=self.dtype, device=self.device)
+        if ops is _TorchOps and (index.numel() > _SERIAL_SCATTER or index.device.type != "cpu"):
+            # CPU scatters of up to 32k elements run serially; bigger or device ones may run in parallel
+            index, value = _last_of_duplicates(index, value.expand(index.shape) if value.ndim == 0 else value)
+        mins = self._a_min
+        known = self._a_meta[1]
+        if known:
+            before = float(ops.take(mins, index).min())
+        ops.put(self._a_levels[0], index, value)
+        ops.put(mins, index, value)
+        if known:
+            self._track_min(before, float(ops.take(mins, index).min()))
+        self._a_meta[0] = 0.0
+        for depth in range(1, len(self._levels)):
+            index = index >> self._shift if self._shift else index // self._k
+            ops.put(self._a_levels[depth], index, ops.row_sums(ops.take(self._a_rows[depth - 1], index)))
+
+    def _track_min(self, overwritten: float, written: float) -> None:
+        """Keeps the cached minimum exact after a write (``overwritten``/``written``: the minima of old/new)."""
+        meta = self._a_meta
+        if written <= meta[2]:
+            meta[2] = written
+        elif overwritten <= meta[2]:  # the leaf holding the minimum got a larger value: rescan on next read
+            meta[1] = 0.0
+
+    def update_range(self, start: int, stop: int, value) -> None:
+        """Sets the leaves ``[start, stop)`` to ``value`` (a scalar or ``stop - start`` values)."""
+        if start >= stop:
+            return
+        if isinstance(value, torch.Tensor):
+            value = self.array(value.to(self.dtype))
+        mins = self._a_min
+        known = self._a_meta[1]
+        if known:
+            before = float(mins[start:stop].min())
+        self._a_levels[0][start:stop] = value
+        mins[start:stop] = value
+        if known:
+            self._track_min(before, float(mins[start:stop].min()))
+        self._a_meta[0] = 0.0
+        k = self._k
+        for depth in range(1, len(self._levels)):
+            start, stop = start // k, (stop - 1) // k + 1
+            self._a_levels[depth][start:stop] = self._ops.row_sums(self._a_rows[depth - 1][start:stop])
+
+    def load(self, stored: torch.Tensor, written: torch.Tensor | None = None) -> None:
+        """Replaces every leaf by ``stored``; ``written`` (bool) marks the leaves that count for the minimum."""
+        self.update_range(0, self._size, stored)
+        if written is not None:
+            self._min_leaves[: self._size] = torch.where(written.to(self.device), self._levels[0][: self._size], math.inf)
+            self._a_meta[1] = 0.0
+
+    def reset(self) -> None:
+        for level in self._levels:
+            level.zero_()
+        self._min_leaves.fill_(math.inf)
+        self._a_meta[:] = (0.0, 1.0, math.inf)
+
+    # ------------------------------------------------------------------ draws
+    def sample(
+        self, batch_size: int, *, limit: int | None = None, beta: float = 0.0, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Draws ``batch_size`` leaves with probability proportional to their value.
+
+        Returns ``(index, weight)`` tensors, ``weight = (value / min) ** -beta`` with ``min`` the smallest written
+        leaf (ones when ``beta == 0``), or ``None`` when every leaf is zero. ``index`` is clamped to
+        ``limit - 1`` (default: ``size - 1``; only float rounding can reach past the last non-zero leaf).
+        """
+        ops, prefix, meta = self._ops, self._a_prefix, self._a_meta
+        last = (self._size if limit is None else limit) - 1
+        top = last // self._span + 1  # the top nodes that hold leaves [0, limit): the prefix sums stop there
+        if meta[0] != top:
+            torch.cumsum(self._levels[-1][:top], 0, out=self._prefix[1 : top + 1])
+            meta[0] = top
+        total = float(prefix[top])
+        if not total > 0:
+            return None
+        if self._uniform.shape[0] != batch_size:  # scratch space for the random masses, reused across draws
+            self._uniform = torch.empty(batch_size, dtype=self.dtype, device=self.device)
+        mass, order = ops.sort(self.array(self._uniform.uniform_(0.0, total, generator=generator)))
+        node = ops.search(prefix[1:top], mass)  # the last boundary (the total) is left out: node <= top - 1
+        if len(self._levels) > 1:
+            mass -= ops.take(prefix, node)
+            for depth in range(len(self._levels) - 2, -1, -1):
+                node = ops.descend(ops.take(self._a_rows[depth], node), mass, node, depth > 0)
+        node = ops.unsort(ops.clamp_max_(node, last), order)
+        if beta == 0:
+            weight = torch.ones(batch_size, dtype=self.dtype, device=self.device)
+        else:
+            weight = ops.tensor(ops.weights(ops.take(self._a_levels[0], node), self._min(), beta))
+        return ops.tensor(node), weight
+
+    # ------------------------------------------------------------------ processes
+    def share_memory_(self) -> PriorityTree:
+        for tensor in (*self._levels, self._min_leaves, self._prefix, self._meta):
+            tensor.share_memory_()
+        self._bind()
         return self
+
+    def __getstate__(self) -> dict:
+        state = {key: value for key, value in self.__dict__.items() if not key.startswith("_a_")}
+        state["_uniform"] = self._uniform[:0]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._bind()

@@ -1,0 +1,165 @@
+"""``SerialEnv``: ``num_workers`` sub-environments stepped one after the other in this process."""
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+
+from torchrl._td import fast_get
+from torchrl.envs.batched._base import BatchedEnvBase
+from torchrl.envs.batched._specs import describe, first_difference
+from torchrl.envs.common import EnvBase
+
+__all__ = ["SerialEnv"]
+
+
+class SerialEnv(BatchedEnvBase):
+    """Runs ``num_workers`` environments in the current process, as one env of batch size ``num_workers``.
+
+    Each step splits the input along the first dim, steps every sub-env and stacks the outputs; resets
+    with ``"_reset"`` masks restart only the selected sub-envs. Unknown attributes are looked up on the
+    sub-envs and returned as a list (methods are called on each and return a list of results).
+
+    See :class:`~torchrl.envs.batched.BatchedEnvBase` for the arguments.
+
+    Examples:
+        >>> from torchrl.envs import PendulumEnv, SerialEnv
+        >>> env = SerialEnv(3, PendulumEnv)
+        >>> env.set_seed(0) is not None
+        True
+        >>> data = env.rollout(5)
+        >>> data.batch_size
+        torch.Size([3, 5])
+        >>> len(env.td_params)  # attribute of every sub-env, as a list
+        3
+        >>> env.close()
+    """
+
+    # -- lifetime -------------------------------------------------------------------------------------
+    def _start_workers(self) -> None:
+        d = self.__dict__
+        envs = []
+        try:
+            for i, (fn, kwargs) in enumerate(zip(d["_fns"], d["_kwargs"])):
+                env = fn(**kwargs)
+                if not isinstance(env, EnvBase):
+                    raise TypeError(f"SerialEnv: create_env_fn returned {type(env).__name__} for worker {i}, not an EnvBase.")
+                diff = first_difference(d["_worker_metas"][i].specs, describe(env))
+                if diff is not None:
+                    raise ValueError(
+                        f"SerialEnv: worker {i}'s env has different specs from the ones the batched env was built "
+                        f"with: {diff}. Every sub-environment must have the same spec structure."
+                    )
+                envs.append(env)
+        except BaseException:
+            for env in envs:
+                env.close(raise_if_closed=False)
+            raise
+        d["_envs"] = envs
+        d["_step_fns"] = [env._step_output for env in envs]
+
+    def _shutdown_workers(self) -> None:
+        d = self.__dict__
+        for env in d.get("_envs") or ():
+            env.close(raise_if_closed=False)
+        d["_envs"] = None
+        d["_step_fns"] = None
+
+    # -- step / reset ---------------------------------------------------------------------------------------
+    def _columns(self, leaves: list) -> list:
+        cast = self.__dict__["_cast_in"]
+        if cast is not None:
+            leaves = [x.to(cast) if x is not None else None for x in leaves]
+        return [x.unbind(0) if x is not None else None for x in leaves]
+
+    def _stack(self, layout, outs: list, what: str, rows: list[int] | None = None) -> list:
+        """Per layout leaf, the sub-env outputs stacked along a new first dim.
+
+        With ``rows`` (a partial reset), only those sub-envs have outputs; the other rows are zeros
+        (the caller fills them), and a leaf missing from the reset outputs is left out (``None``).
+        """
+        cast = self.__dict__["_cast_out"]
+        stack = torch.stack
+        leaves = []
+        for key in layout.keys:
+            values = [fast_get(o, key) if o is not None else None for o in outs]
+            try:
+                stacked = stack(values)
+            except TypeError:  # some values are missing
+                if rows is None:
+                    raise KeyError(
+                        f"SerialEnv: sub-env {values.index(None)} did not return {key!r} from {what}, although its "
+                        f"specs declare it."
+                    ) from None
+                if any(values[i] is None for i in rows):
+                    leaves.append(None)  # the sub-envs do not return this entry from reset
+                    continue
+                filler = torch.zeros_like(values[rows[0]])
+                stacked = stack([filler if v is None else v for v in values])
+            leaves.append(stacked.to(cast) if cast is not None else stacked)
+        return leaves
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        d = self.__dict__
+        layouts = d["_layouts"]
+        lin = layouts["step_in"]
+        columns = self._columns(lin.read(tensordict))
+        sub, build = d["_sub_batch"], lin.build
+        outs = [step(build([c[i] if c is not None else None for c in columns], sub)) for i, step in enumerate(d["_step_fns"])]
+        lout = layouts["step_out"]
+        return lout.build(self._stack(lout, outs, "step"), self.batch_size, self.device)
+
+    def _reset_workers(self, tensordict: TensorDictBase | None, rows: list[int], kwargs: dict) -> list:
+        d = self.__dict__
+        layouts = d["_layouts"]
+        lin, lout = layouts["reset_in"], layouts["reset_out"]
+        inputs = self._reset_inputs(tensordict)
+        columns = self._columns(inputs) if inputs is not None else None
+        sub = d["_sub_batch"]
+        envs = d["_envs"]
+        outs = [None] * d["num_workers"]
+        for i in rows:
+            td = lin.build([c[i] if c is not None else None for c in columns], sub) if columns is not None else None
+            outs[i] = envs[i].reset(td, **kwargs)
+        if not rows:
+            return [z.to(self.device) if self.device is not None else z for z in lout.zeros()]
+        return self._stack(lout, outs, "reset", rows)
+
+    # -- seeding and remote attributes -------------------------------------------------------------------------
+    def _seed_worker(self, idx: int, seed: int | None, static_seed: bool) -> int | None:
+        return self.__dict__["_envs"][idx].set_seed(seed, static_seed=static_seed)
+
+    def _remote_getattr(self, name: str):
+        envs = self.__dict__["_envs"]
+        try:
+            values = [getattr(env, name) for env in envs]
+        except AttributeError:
+            raise AttributeError(f"SerialEnv has no attribute {name!r}, and neither have its sub-envs.") from None
+        if all(callable(v) and not isinstance(v, (torch.Tensor, torch.nn.Module)) for v in values):
+
+            def call_all(*args, **kwargs):
+                return [v(*args, **kwargs) for v in values]
+
+            return call_all
+        return values
+
+    def _remote_call(self, name: str, args: tuple, kwargs: dict, workers: list[int] | None = None) -> list:
+        envs = self.__dict__["_envs"]
+        idx = range(len(envs)) if workers is None else workers
+        return [getattr(envs[i], name)(*args, **kwargs) for i in idx]
+
+    def __getitem__(self, index):
+        """The sub-env(s) at ``index`` (starts the env if needed)."""
+        self._check_open()
+        return self.__dict__["_envs"][index]
+
+    def __setitem__(self, index: int, env: EnvBase) -> None:
+        """Replaces sub-env ``index`` by ``env`` (same spec structure required)."""
+        self._check_open()
+        if not isinstance(env, EnvBase):
+            raise TypeError(f"SerialEnv[{index}] = ...: expected an EnvBase, got {type(env).__name__}.")
+        d = self.__dict__
+        diff = first_difference(d["_worker_metas"][index].specs, describe(env))
+        if diff is not None:
+            raise ValueError(f"SerialEnv[{index}] = env: the env has different specs from sub-env {index}: {diff}.")
+        d["_envs"][index] = env
+        d["_step_fns"][index] = env._step_output
