@@ -101,9 +101,9 @@ def info_into_data(data: TensorDictBase, info: dict) -> TensorDictBase:
                 )
             else:
                 continue
-        if value.dtype is torch.bool:
-            # slice flags (is_init, done, truncated) add to the stored flags: real episode starts or ends
-            # inside a slice must survive
+        if value.dtype is torch.bool and (key if isinstance(key, str) else key[-1]) == "is_init":
+            # slice starts add to the stored episode starts: real starts inside a slice must survive
+            # (recurrent modules reset their state on them)
             stored = data.get(key, None)
             if isinstance(stored, torch.Tensor) and stored.dtype is torch.bool and stored.shape == value.shape:
                 value = stored | value
