@@ -90,6 +90,8 @@ class NestedMaskedEnv(EnvBase):
 
 
 class TestActionMask(TransformContract):
+    env_only = True
+
     def make_env(self, batch_size=()):
         return MaskedEnv(batch_size=batch_size, fixed=True)
 

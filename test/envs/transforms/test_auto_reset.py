@@ -67,6 +67,8 @@ class SelfResettingEnv(EnvBase):
 
 
 class TestAutoResetTransform(TransformContract):
+    full_transitions = True
+
     def make_env(self, batch_size=()):
         return SelfResettingEnv(lengths=(3,), batch_size=batch_size)
 

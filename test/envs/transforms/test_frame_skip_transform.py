@@ -41,6 +41,8 @@ class LineEnv(EnvBase):
 
 
 class TestFrameSkipTransform(TransformContract):
+    env_only = True
+
     def make_env(self, batch_size=()):
         # Not Pendulum: its "th" leaves the [-pi, pi] bound of its spec after a few (here repeated) steps.
         return LineEnv(batch_size=batch_size)

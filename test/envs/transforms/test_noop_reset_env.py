@@ -49,6 +49,8 @@ class TickEnv(EnvBase):
 
 
 class TestNoopResetEnv(TransformContract):
+    env_only = True
+
     def make_env(self, batch_size=()):
         # Not Pendulum: its "th" leaves the [-pi, pi] bound of its spec after a few (here extra) steps.
         return TickEnv(batch_size=batch_size)

@@ -12,6 +12,14 @@ from test.envs.transforms.contract import TransformContract
 
 
 class TestUnsqueeze(TransformContract):
+    def replay_buffer_data(self):
+        # stored actions are in the transformed (outer) layout, which the inverse squeezes back on writes
+        env = TransformedEnv(self.make_env(), self.make_transform())
+        data = env.rollout(self.steps, break_when_any_done=False)
+        flat = data.get("next").copy()
+        flat.set("action", data.get("action"))
+        return flat
+
     def make_transform(self):
         return UnsqueezeTransform(-2, in_keys=["observation", "reward"], in_keys_inv=["action"])
 

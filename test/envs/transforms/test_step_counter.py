@@ -7,6 +7,8 @@ from test.envs.transforms.contract import TransformContract
 
 
 class TestStepCounter(TransformContract):
+    env_only = True
+
     def make_transform(self):
         return StepCounter(max_steps=4)
 
@@ -55,6 +57,8 @@ class TestRewardSum(TransformContract):
 
 
 class TestInitTracker(TransformContract):
+    full_transitions = True
+
     def make_transform(self):
         return InitTracker()
 

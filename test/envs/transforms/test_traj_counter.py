@@ -72,6 +72,8 @@ class AgentsEnv(EnvBase):
 
 
 class TestTrajCounter(TransformContract):
+    env_only = True
+
     def make_transform(self):
         return TrajCounter()
 
