@@ -31,7 +31,7 @@ ENV_NAMES = [
     "EnvBase", "ExplorationType", "MarlGroupMapType", "PendulumEnv", "TicTacToeEnv", "check_env_specs",
     "check_marl_grouping", "exploration_type", "get_available_libraries", "make_composite_from_td",
     "GymEnv", "GymWrapper", "GymLikeEnv", "default_info_dict_reader", "set_gym_backend", "gym_backend",
-    "register_gym_spec_conversion", "SerialEnv", "ParallelEnv", "EnvCreator", "EnvMetaData", "env_creator",
+    "register_gym_spec_conversion", "MultiThreadedEnv", "MultiThreadedEnvWrapper", "SerialEnv", "ParallelEnv", "EnvCreator", "EnvMetaData", "env_creator",
     "get_env_metadata",
     "set_exploration_type", "step_mdp", "terminated_or_truncated",
 ]
@@ -79,7 +79,8 @@ SCOPE: dict[str, list[str] | str | tuple[str, list[str]]] = {
     "torchrl.modules.tensordict_module": ("all", TD_MODULES_LATER),
     "torchrl.modules": ("all", MODULES_LATER + TD_MODULES_LATER + MODULES_TOP_LATER),
     "torchrl.envs.libs.gym": "all",
-    "torchrl.envs.libs": ["GymEnv", "GymWrapper", "set_gym_backend", "gym_backend", "register_gym_spec_conversion"],
+    "torchrl.envs.libs.envpool": "all",
+    "torchrl.envs.libs": ["GymEnv", "GymWrapper", "MultiThreadedEnv", "MultiThreadedEnvWrapper", "set_gym_backend", "gym_backend", "register_gym_spec_conversion"],
     "torchrl.data.replay_buffers": ("all", RB_LATER),
     "torchrl.data.replay_buffers.samplers": ("all", RB_LATER),
     "torchrl.data.replay_buffers.storages": ("all", RB_LATER),

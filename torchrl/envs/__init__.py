@@ -6,6 +6,7 @@ from torchrl.envs.batched_envs import ParallelEnv, SerialEnv
 from torchrl.envs.custom import PendulumEnv, TicTacToeEnv
 from torchrl.envs.env_creator import EnvCreator, EnvMetaData, env_creator, get_env_metadata
 from torchrl.envs.gym_like import GymLikeEnv, default_info_dict_reader
+from torchrl.envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper
 from torchrl.envs.libs.gym import GymEnv, GymWrapper, gym_backend, register_gym_spec_conversion, set_gym_backend
 from torchrl.envs.transforms import *  # noqa: F401,F403
 from torchrl.envs.transforms import __all__ as _transform_names
@@ -31,6 +32,8 @@ __all__ = [
     "GymEnv",
     "GymLikeEnv",
     "GymWrapper",
+    "MultiThreadedEnv",
+    "MultiThreadedEnvWrapper",
     "default_info_dict_reader",
     "gym_backend",
     "register_gym_spec_conversion",
