@@ -5,7 +5,8 @@ Figures are CPU time of this process (other processes on a shared machine do not
 interleaved blocks with its reference, best block kept, so that load from other processes hits both sides alike:
 
 - ``TensorDictReplayBuffer(LazyTensorStorage(1e6))``: ``sample(256)`` and ``extend`` of 1000-transition batches;
-- ``TensorDictPrioritizedReplayBuffer(alpha=0.7, beta=0.5)``: ``sample`` + ``update_priority`` vs raw uniform sampling;
+- ``TensorDictPrioritizedReplayBuffer(alpha=0.7, beta=0.5)``: ``sample`` + ``update_priority`` vs raw uniform sampling,
+  with 300k stored transitions, then with the 1M buffer full;
 - ``LazyMemmapStorage(1e6)``: ``sample(256)``;
 - sampling time with 10M vs 100k stored transitions (ours and raw);
 - ``SliceSampler`` (1M transitions, 1000-step trajectories, 8 slices of 32) vs ``RandomSampler``, samples/s.
@@ -149,7 +150,13 @@ def main(quick: bool = False) -> dict:
     t_ours, t_raw = paired(sample_and_update, raw.sample, calls, blocks)
     res["ratio_tdprb_sample_update_vs_raw_uniform"] = t_raw / t_ours
     res["tdprb_sample_update_us_per_call"] = t_ours * 1e6
-    del prb
+    # the same with the 1M buffer full: the prefix sums and searches then span every block
+    raw_full = Raw(capacity)
+    fill(raw_full.extend, raw_batches, capacity)
+    fill(prb.extend, batches, capacity - len(prb))
+    t_ours, t_raw = paired(sample_and_update, raw_full.sample, calls, blocks)
+    res["ratio_tdprb_sample_update_full_vs_raw_uniform"] = t_raw / t_ours
+    del prb, raw_full
 
     scratch = tempfile.mkdtemp(prefix="bench_rb_memmap_")
     try:

@@ -134,7 +134,10 @@ def stack_tds(tds: list[TensorDictBase], dim: int = 0) -> TensorDictBase:
             stacked.append(v0.unsqueeze(dim).expand(*v0.shape[:dim], n, *v0.shape[dim:]).clone())
         else:
             try:
-                stacked.append(torch.stack(values, dim))
+                if dim == 0:
+                    stacked.append(torch.stack(values, 0))
+                else:  # a contiguous stack then one transposing copy beats a strided stack
+                    stacked.append(torch.stack(values, 0).movedim(0, dim).contiguous())
             except RuntimeError:
                 return torch.stack(tds, dim)
     out_batch = torch.Size((*batch[:dim], n, *batch[dim:]))

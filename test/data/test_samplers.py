@@ -1,7 +1,10 @@
 """Samplers of ``torchrl.data.replay_buffers.samplers`` and the pure-torch segment trees."""
 from __future__ import annotations
 
+import doctest
+import importlib
 import math
+import pickle
 
 import pytest
 import torch
@@ -28,6 +31,7 @@ from torchrl.data.replay_buffers.samplers import (
     SumSegmentTreeFp32,
     SumSegmentTreeFp64,
 )
+from torchrl.data.replay_buffers.samplers.segment_tree import PriorityTree
 
 
 # ---------------------------------------------------------------------------- segment trees
@@ -85,6 +89,141 @@ class TestSegmentTree:
             tree.update(torch.tensor([4]), torch.tensor([1.0]))
         with pytest.raises(ValueError, match="got 2 values for 3 indices"):
             tree.update(torch.tensor([0, 1, 2]), torch.tensor([1.0, 2.0]))
+
+
+# ---------------------------------------------------------------------------- the prioritized samplers' tree
+def check_draws(tree: PriorityTree, leaves: torch.Tensor, seed: int, limit: int | None = None) -> None:
+    """Draws of ``tree`` land on the leaf whose prefix-sum interval holds the (reproduced) random mass."""
+    n = leaves.numel() if limit is None else limit
+    drawn = tree.sample(64, limit=limit, beta=0.5, generator=torch.Generator().manual_seed(seed))
+    if leaves[:n].sum() == 0:
+        assert drawn is None
+        return
+    index, weight = drawn
+    total = leaves[:n].sum().item()
+    mass = torch.empty(64, dtype=torch.float64).uniform_(0.0, total, generator=torch.Generator().manual_seed(seed))
+    upper = leaves[:n].cumsum(0)
+    tol = 1e-9 * total
+    assert index.dtype == torch.long and ((index >= 0) & (index < n)).all()
+    assert (leaves[index] > 0).all()  # a zero leaf is never drawn
+    assert ((upper[index] - leaves[index] <= mass + tol) & (mass < upper[index] + tol)).all()
+    smallest = leaves[tree.written].min()
+    torch.testing.assert_close(weight, (leaves[index] / smallest) ** -0.5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    size=st.integers(1, 300),
+    branching=st.sampled_from([2, 4, 64]),
+    top=st.sampled_from([2, 8, 16384]),
+    backend=st.sampled_from(["numpy", "torch"]),
+    seed=st.integers(0, 10_000),
+)
+def test_priority_tree_matches_brute_force(size, branching, top, backend, seed):
+    gen = torch.Generator().manual_seed(seed)
+    tree = PriorityTree(size, dtype=torch.float64, branching=branching, top_size=top, backend=backend)
+    leaves = torch.zeros(size, dtype=torch.float64)
+    written = torch.zeros(size, dtype=torch.bool)
+    assert tree.min_positive().item() == math.inf and tree.sample(4) is None
+    for step in range(8):
+        if step % 4 == 3:  # a contiguous write, as extend() does
+            start = int(torch.randint(0, size, (1,), generator=gen))
+            stop = int(torch.randint(start, size + 1, (1,), generator=gen))
+            value = float(torch.rand(1, generator=gen)) * 4
+            tree.update_range(start, stop, value)
+            leaves[start:stop], written[start:stop] = value, True
+        else:  # repeated indices (the last write wins), values over six decades, some written zeros
+            n = int(torch.randint(1, 2 * size + 1, (1,), generator=gen))
+            index = torch.randint(0, size, (n,), generator=gen)
+            value = torch.rand(n, generator=gen, dtype=torch.float64) * 10.0 ** torch.randint(-3, 3, (n,), generator=gen)
+            value[torch.rand(n, generator=gen) < 0.05] = 0.0
+            tree.update(index, value)
+            for i, v in zip(index.tolist(), value.tolist()):
+                leaves[i], written[i] = v, True
+        assert torch.equal(tree.leaves, leaves) and torch.equal(tree.written, written)
+        assert tree.min_positive().item() == (leaves[written].min().item() if written.any() else math.inf)
+        torch.testing.assert_close(tree.total(), leaves.sum())
+        check_draws(tree, leaves, seed + step)
+        limit = int(written.nonzero().max()) + 1 if written.any() else size  # nothing written past the limit
+        check_draws(tree, leaves, seed + step, limit=limit)
+
+
+class TestPriorityTree:
+    def test_minimum_stays_exact(self):
+        tree = PriorityTree(200, branching=4, top_size=4)
+        tree.update_range(0, 100, 5.0)
+        tree.update(torch.tensor([7, 9]), torch.tensor([1.0, 2.0]))
+        assert tree.min_positive().item() == 1.0
+        tree.update(torch.tensor([7]), torch.tensor([8.0]))  # the holder of the minimum grows
+        assert tree.min_positive().item() == 2.0
+        tree.update(torch.tensor([9, 9]), torch.tensor([0.5, 3.0]))  # repeated index: 3.0 is what is stored
+        assert tree.min_positive().item() == 3.0
+        tree.update(torch.tensor([150]), torch.tensor([0.0]))  # a written zero counts; unwritten leaves do not
+        assert tree.min_positive().item() == 0.0
+        tree.update_range(140, 160, 4.0)
+        assert tree.min_positive().item() == 3.0
+        tree.reset()
+        assert tree.min_positive().item() == math.inf and not tree.written.any() and tree.total() == 0
+
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+    def test_backends_draw_the_same_leaves(self, dtype):
+        values = torch.rand(5000, generator=torch.Generator().manual_seed(1), dtype=dtype) ** 4
+        trees = [PriorityTree(6000, dtype=dtype, branching=8, top_size=64, backend=b) for b in ("numpy", "torch")]
+        for tree in trees:
+            tree.update(torch.arange(5000), values)
+            tree.update(torch.tensor([3, 17, 3]), torch.tensor([2.0, 0.0, 0.25], dtype=dtype))
+        (i_np, w_np), (i_t, w_t) = (t.sample(512, limit=5000, beta=0.4, generator=torch.Generator().manual_seed(2))
+                                    for t in trees)
+        assert torch.equal(i_np, i_t)
+        torch.testing.assert_close(w_np, w_t)
+        assert trees[0].backend == "numpy" and trees[1].backend == "torch"
+
+    @pytest.mark.parametrize("backend", ["numpy", "torch"])
+    def test_frequencies_follow_leaves(self, backend):
+        # a four-level tree (branching 4, top of 4 nodes), 200k draws, chi-square against the leaf values
+        values = torch.rand(150, generator=torch.Generator().manual_seed(3)) + 0.05
+        values[::10] = 0.0
+        tree = PriorityTree(150, branching=4, top_size=4, backend=backend)
+        tree.update(torch.arange(150), values)
+        gen = torch.Generator().manual_seed(4)
+        counts = sum(torch.bincount(tree.sample(10_000, generator=gen)[0], minlength=150) for _ in range(20))
+        expected = values / values.sum() * 200_000
+        assert counts[values == 0].sum() == 0
+        chi2 = ((counts - expected)[values > 0] ** 2 / expected[values > 0]).sum().item()
+        assert chi2 < 200  # 134 degrees of freedom: mean 134, sd 16
+
+    def test_pickle_and_shared_memory_keep_working(self):
+        tree = PriorityTree(100)
+        tree.update(torch.arange(10), torch.arange(1.0, 11.0))
+        copy = pickle.loads(pickle.dumps(tree))
+        copy.update(torch.tensor([0]), torch.tensor([100.0]))  # independent of the original
+        assert tree.leaves[0].item() == 1.0 and copy.leaves[0].item() == 100.0
+        assert copy.sample(50, generator=torch.Generator().manual_seed(0))[0].max() < 10
+        tree.share_memory_()
+        tree.update(torch.tensor([5]), torch.tensor([0.5]))
+        assert tree.leaves.is_shared() and tree.min_positive().item() == 0.5
+        assert tree.sample(50)[0].max() < 10
+
+    @pytest.mark.parametrize("backend", ["numpy", "torch"])
+    def test_last_write_wins_in_large_batches(self, backend):
+        index = torch.randint(0, 100, (50_000,), generator=torch.Generator().manual_seed(0))
+        value = torch.arange(50_000, dtype=torch.float32)
+        tree = PriorityTree(100, branching=4, top_size=4, backend=backend)
+        tree.update(index, value)
+        last = torch.zeros(100).scatter_reduce_(0, index, value, reduce="amax")  # values increase with position
+        assert torch.equal(tree.leaves, last)
+        torch.testing.assert_close(tree.total(), last.sum())
+
+    def test_backend_errors(self):
+        with pytest.raises(ValueError, match="backend must be 'torch', or 'numpy' on CPU; got 'cuda'"):
+            PriorityTree(4, backend="cuda")
+
+
+@pytest.mark.parametrize("name", ["segment_tree", "prioritized", "prioritized_slice"])
+def test_docstring_examples(name):
+    module = importlib.import_module(f"torchrl.data.replay_buffers.samplers.{name}")
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
 
 
 # ---------------------------------------------------------------------------- uniform samplers
@@ -212,6 +351,42 @@ class TestPrioritized:
         rb = self.make(reduction="mean")
         rb.update_priority(torch.arange(2), torch.tensor([[1.0, 3.0], [4.0, 8.0]]))
         assert rb.sampler._tree.leaves[:2].tolist() == [2.0, 6.0]
+
+    def test_frequencies_follow_priorities_to_the_alpha(self):
+        sampler = PrioritizedSampler(1000, alpha=0.7, beta=0.5, eps=1e-8)
+        rb = counting_buffer(600, 1000, sampler)
+        priority = torch.rand(600, generator=torch.Generator().manual_seed(0)) * 5
+        rb.update_priority(torch.arange(600), priority)
+        rb.set_rng(torch.Generator().manual_seed(1))
+        counts = sum(torch.bincount(rb.sample(20_000), minlength=600) for _ in range(15))
+        expected = (priority + 1e-8) ** 0.7
+        expected = expected / expected.sum() * 300_000
+        chi2 = ((counts - expected) ** 2 / expected).sum().item()
+        assert chi2 < 750  # 599 degrees of freedom: mean 599, sd 35
+
+    def test_weights_follow_the_minimum_up_and_down(self):
+        rb = self.make(beta=1.0)
+        rb.update_priority(torch.arange(4), torch.tensor([1.0, 2.0, 4.0, 8.0]))
+        rb.update_priority(torch.tensor([0]), torch.tensor([16.0]))  # the smallest priority grows: min is now 2
+        data, info = rb.sample(200, return_info=True)
+        torch.testing.assert_close(info["priority_weight"], 2.0 / torch.tensor([16.0, 2.0, 4.0, 8.0])[data])
+        rb.update_priority(torch.tensor([3]), torch.tensor([0.5]))
+        data, info = rb.sample(200, return_info=True)
+        torch.testing.assert_close(info["priority_weight"], 0.5 / torch.tensor([16.0, 2.0, 4.0, 0.5])[data])
+
+    def test_edge_priorities_and_indices(self):
+        rb = self.make()
+        rb.update_priority(torch.arange(2), torch.tensor([-0.0, 1.0]))  # -0.0 is a valid (zero) priority
+        assert rb.sampler._tree.leaves[:2].tolist() == [0.0, 1.0]
+        with pytest.raises(ValueError, match=r"1 infinite \(at positions \[1\]\)"):
+            rb.update_priority(torch.arange(2), torch.tensor([1.0, float("inf")]))
+        with pytest.raises(IndexError, match=r"indices must lie in \[0, 4\) .* got values in \[-1, 1\]"):
+            rb.update_priority(torch.tensor([-1, 1]), torch.tensor([1.0, 1.0]))
+        double = counting_buffer(4, 8, PrioritizedSampler(8, alpha=1.0, beta=1.0, eps=0.0, dtype=torch.double))
+        with pytest.raises(ValueError, match="1 negative"):
+            double.update_priority(torch.arange(2), torch.tensor([1.0, -3.0], dtype=torch.double))
+        double.update_priority(torch.arange(2), torch.tensor([3.0, 2.0], dtype=torch.double))
+        assert double.sampler._max_priority == 3.0 and double.sampler._tree.leaves.dtype == torch.double
 
     def test_state_dict(self):
         rb = self.make()

@@ -139,19 +139,24 @@ class PendulumEnv(EnvBase):
     def _constants(self, params: TensorDictBase) -> tuple:
         """``(a, b, dt, max_speed, max_torque)`` with ``a = 3g/(2l)`` and ``b = 3/(m l^2)``.
 
-        Recomputed only when a parameter tensor is replaced or modified in place; scalar (batch-less)
-        parameters become Python floats, which keeps batch-1 stepping cheap.
+        Recomputed only when a parameter tensor is replaced or modified in place. Parameters shared by the
+        whole batch become Python floats (cheapest kernels); per-pendulum or differentiable parameters stay
+        tensors, with ``a`` and ``b`` then premultiplied by ``dt``.
         """
         leaves = tuple(fast_get(params, k) for k in ("g", "m", "l", "dt", "max_speed", "max_torque"))
         versions = tuple(t._version for t in leaves)
         cache = self._constant_cache
         if cache is not None and cache[1] == versions and all(a is b for a, b in zip(cache[0], leaves)):
             return cache[2]
-        if all(t.ndim == 0 and not t.requires_grad for t in leaves):
-            g, m, l, dt, max_speed, max_torque = (float(t) for t in leaves)
-        else:
+        uniform = all(
+            not t.requires_grad and (t.ndim == 0 or bool((t == t.reshape(-1)[0]).all())) for t in leaves
+        )
+        if uniform:  # one set of parameters for the whole batch (the usual case): plain floats
+            g, m, l, dt, max_speed, max_torque = (float(t.reshape(-1)[0]) for t in leaves)
+            consts = (3 * g / (2 * l), 3.0 / (m * l * l), dt, max_speed, max_torque)
+        else:  # per-pendulum parameters (or differentiable ones): tensors, with the products precomputed
             g, m, l, dt, max_speed, max_torque = leaves
-        consts = (3 * g / (2 * l), 3.0 / (m * l * l), dt, max_speed, max_torque)
+            consts = (3 * g / (2 * l) * dt, 3.0 / (m * l * l) * dt, dt, max_speed, max_torque)
         self._constant_cache = (leaves, versions, consts)
         return consts
 
@@ -166,11 +171,11 @@ class PendulumEnv(EnvBase):
             # thdot' = clip(thdot + (a sin th + b u) dt), written with fused ops
             new_thdot = (thdot + torch.add(th.sin() * (a * dt), u, alpha=b * dt)).clamp(-max_speed, max_speed)
             new_th = torch.add(th, new_thdot, alpha=dt)
-        else:
-            u = torch.maximum(torch.minimum(u, max_torque), -max_torque)
-            new_thdot = thdot + (a * th.sin() + b * u) * dt
-            new_thdot = torch.maximum(torch.minimum(new_thdot, max_speed), -max_speed)
-            new_th = th + new_thdot * dt
+        else:  # tensor parameters: a and b already include dt
+            u = torch.clamp(u, min=-max_torque, max=max_torque)
+            new_thdot = torch.addcmul(torch.addcmul(thdot, th.sin(), a), u, b)
+            new_thdot = torch.clamp(new_thdot, min=-max_speed, max=max_speed)
+            new_th = torch.addcmul(th, new_thdot, dt)
         norm = self.angle_normalize(th)
         cost = torch.addcmul(torch.addcmul(norm * norm, thdot, thdot, value=0.1), u, u, value=0.001)
         batch = tensordict.batch_size

@@ -4,11 +4,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 
 from torchrl.data.replay_buffers._utils import _as_index, ravel_index, unravel_index
 from torchrl.data.replay_buffers.samplers.base import Sampler, empty_storage_error
 from torchrl.data.replay_buffers.samplers.segment_tree import MaxSegmentTreeFp32, MaxSegmentTreeFp64, PriorityTree
+
+# unsigned integer view and the bit pattern of the largest finite float, by float width in bytes
+_FLOAT_BITS = {4: (np.uint32, np.uint32(0x7F7FFFFF)), 8: (np.uint64, np.uint64(0x7FEFFFFFFFFFFFFF))}
+
 
 def _median_last(x: torch.Tensor) -> torch.Tensor:
     return x.median(-1).values
@@ -26,8 +31,8 @@ class PrioritizedSampler(Sampler):
     ``"priority_weight"``. New elements get the default priority: the largest priority seen so far (or,
     with ``max_priority_within_buffer=True``, the largest one currently stored), ``1`` at first.
 
-    Sampling and updates run on sum/min segment trees that are plain tensors, vectorised over the batch
-    (see :class:`~torchrl.data.replay_buffers.samplers.segment_tree.PriorityTree`).
+    Sampling and updates run on a sum tree of plain tensors with an exact running minimum, vectorised over
+    the batch (see :class:`~torchrl.data.replay_buffers.samplers.segment_tree.PriorityTree`).
 
     Args:
         max_capacity (int): the capacity of the storage it samples from.
@@ -229,16 +234,17 @@ class PrioritizedSampler(Sampler):
         # numpy views on CPU (see PriorityTree): a handful of ~1 µs operations, and no tensor is copied
         tree = self._tree
         flat, values = tree.array(index), tree.array(priority)
-        pmin, pmax = float(values.min()), float(values.max())
-        if not (pmin >= 0 and pmax < math.inf):
-            self._raise_bad_priority(priority)
-        imin, imax = int(flat.min()), int(flat.max())
         limit = len(storage) if storage is not None else self._max_capacity
-        if imin < 0 or imax >= limit:
+        pmax = self._checked_max(values, priority)
+        if tree.backend == "numpy":  # one reduction: negative indices are huge as unsigned integers
+            bad_index = int(flat.view(np.uint64).max()) >= limit
+        else:
+            bad_index = int(flat.min()) < 0 or int(flat.max()) >= limit
+        if bad_index:
             raise IndexError(
                 f"{type(self).__name__}.update_priority: indices must lie in [0, {limit}) (the "
-                f"{'stored elements' if storage is not None else 'capacity'}); got values in [{imin}, "
-                f"{imax}]. No priority was updated."
+                f"{'stored elements' if storage is not None else 'capacity'}); got values in [{int(flat.min())}, "
+                f"{int(flat.max())}]. No priority was updated."
             )
         if self._max_tree is None and (self._max_priority is None or pmax > self._max_priority):
             self._max_priority = pmax
@@ -246,6 +252,23 @@ class PrioritizedSampler(Sampler):
         if self._alpha != 1.0:
             stored **= self._alpha
         self._set_stored(flat, stored)
+
+    def _checked_max(self, values, priority: torch.Tensor) -> float:
+        """The largest priority; raises if any is negative, NaN or infinite.
+
+        On numpy arrays this is one reduction: seen as unsigned integers of the same width, non-negative
+        finite floats keep their order and every other value (sign bit set, inf, NaN) is larger than the
+        largest finite float.
+        """
+        if self._tree.backend == "numpy":
+            bits, largest = _FLOAT_BITS[values.dtype.itemsize]
+            top = values.view(bits).max()
+            if top <= largest:
+                return float(top.view(values.dtype))
+        pmin, pmax = float(values.min()), float(values.max())  # also accepts -0.0
+        if not (pmin >= 0 and pmax < math.inf):
+            self._raise_bad_priority(priority)
+        return pmax
 
     def _reduce(self, priority: torch.Tensor) -> torch.Tensor:
         reduce = _REDUCTIONS[self.reduction]
@@ -300,8 +323,8 @@ class PrioritizedSampler(Sampler):
             "_max_priority": torch.tensor(
                 float("nan") if self._max_priority is None else self._max_priority, dtype=torch.float64
             ),
-            "_stored": self._tree.leaves.clone(),
-            "_written": torch.isfinite(self._tree.min_leaves),
+            "_stored": self._tree.leaves.abs(),  # never-written leaves hold -0.0 in the tree
+            "_written": self._tree.written,
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:

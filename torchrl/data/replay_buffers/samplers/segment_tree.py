@@ -12,6 +12,11 @@ leaves or a prefix-sum search for ``B`` values costs a handful of tensor operati
 - ``scan_lower_bound(value)``: walk down from the root: at each level take the children of the current
   nodes (a ``[B, branching]`` gather), cumulate them, and ``searchsorted`` the remaining mass;
 - ``query(start, end)``: reduce the partial blocks at the range edges level by level.
+
+:class:`PriorityTree` (the prioritized samplers' structure) is the same sum tree tuned for a replay step
+(draw a batch, then rewrite the drawn leaves): cached prefix sums of the top level, an exact running minimum
+instead of a min tree, and numpy views of the same tensors on CPU, where numpy's per-call cost is a fraction
+of torch's (no C++ extension involved).
 """
 from __future__ import annotations
 
@@ -42,6 +47,17 @@ _IDENTITY = {"sum": 0.0, "min": math.inf, "max": -math.inf}
 _SERIAL_SCATTER = 16384
 
 
+def _level_sizes(size: int, k: int, top_size: int) -> list[int]:
+    """Node counts per level, leaves first: every level but the top one is a whole number of ``k``-blocks."""
+    n = -(size // -k) * k
+    sizes = [n]
+    while n > max(top_size, k):
+        parents = n // k
+        n = parents if parents <= top_size else -(parents // -k) * k
+        sizes.append(n)
+    return sizes
+
+
 class _SegmentTree:
     _op: str = "sum"
     _dtype: torch.dtype = torch.float32
@@ -63,13 +79,9 @@ class _SegmentTree:
         self._reduce = _REDUCE[self._op]
         self._combine = _COMBINE[self._op]
         identity = _IDENTITY[self._op]
-        n = -(self._size // -k) * k
-        levels = [preallocate_zeros((n,), self._dtype, device).fill_(identity)]
-        while n > max(top_size, k):
-            parents = n // k
-            n = parents if parents <= top_size else -(parents // -k) * k
-            levels.append(torch.full((n,), identity, dtype=self._dtype, device=device))
-        self._levels = levels  # leaves first; the last level (at most ``top_size`` nodes) is scanned whole
+        sizes = _level_sizes(self._size, k, top_size)
+        # leaves first; the last level (at most ``top_size`` nodes) is scanned whole
+        self._levels = [preallocate_zeros((n,), self._dtype, device).fill_(identity) for n in sizes]
 
     # ------------------------------------------------------------------ properties
     @property
@@ -367,7 +379,7 @@ class MaxSegmentTreeFp64(_MaxTree):
 
 
 class _TorchOps:
-    """The small kernels of :class:`PriorityTree` as torch ops (any device)."""
+    """The small kernels of :class:`PriorityTree` writes as torch ops (any device)."""
 
     name = "torch"
 
@@ -393,43 +405,13 @@ class _TorchOps:
     def row_sums(rows: torch.Tensor) -> torch.Tensor:
         return rows.sum(-1)
 
-    @staticmethod
-    def search(boundaries: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
-        return torch.searchsorted(boundaries, value, right=True)
-
-    @staticmethod
-    def descend(rows: torch.Tensor, mass: torch.Tensor, node: torch.Tensor, inner: bool) -> torch.Tensor:
-        k = rows.shape[-1]
-        cumulated = rows.cumsum(-1)
-        choice = torch.searchsorted(cumulated, mass.unsqueeze(-1), right=True)
-        if inner:  # the mass left inside the chosen child
-            choice.clamp_max_(k - 1)
-            mass.sub_(cumulated.sub_(rows).gather(-1, choice).squeeze(-1))
-        return choice.squeeze(-1).add_(node, alpha=k)
-
-    @staticmethod
-    def sort(mass: torch.Tensor) -> tuple[torch.Tensor, None]:
-        return mass, None
-
-    @staticmethod
-    def unsort(node: torch.Tensor, order: None) -> torch.Tensor:
-        return node
-
-    @staticmethod
-    def clamp_max_(x: torch.Tensor, bound: int) -> torch.Tensor:
-        return x.clamp_max_(bound)
-
-    @staticmethod
-    def weights(value: torch.Tensor, smallest: float, beta: float) -> torch.Tensor:
-        return value.clamp_min_(smallest).div_(smallest).pow_(-beta)
-
 
 class _NumpyOps:
     """The same kernels on numpy views of the tree tensors (CPU only).
 
-    A replay step runs a few dozen operations on 256-element arrays; numpy dispatches each in about 1-2 µs,
-    torch in about 5-8 µs. The prefix sums and the in-row searches stay torch ops (on the same memory), which
-    are faster than numpy's for those two.
+    A replay step runs a few dozen operations on 256-element arrays; numpy dispatches each in 1-2 µs, torch in
+    5-8 µs (several times more when other processes share the core and its caches). Prefix sums and in-row
+    searches stay torch ops, on the same memory: they are faster than numpy's.
     """
 
     name = "numpy"
@@ -440,7 +422,7 @@ class _NumpyOps:
 
     @staticmethod
     def array(tensor: torch.Tensor, device: torch.device) -> np.ndarray:
-        if tensor.requires_grad or tensor.device.type != "cpu":
+        if tensor.requires_grad or not tensor.is_cpu:
             tensor = tensor.detach().cpu()
         return tensor.numpy()
 
@@ -458,56 +440,31 @@ class _NumpyOps:
     def row_sums(rows: np.ndarray) -> np.ndarray:
         return np.einsum("ij->i", rows)
 
-    @staticmethod
-    def search(boundaries: np.ndarray, value: np.ndarray) -> np.ndarray:
-        return np.searchsorted(boundaries, value, side="right")
 
-    @staticmethod
-    def descend(rows: np.ndarray, mass: np.ndarray, node: np.ndarray, inner: bool) -> np.ndarray:
-        if inner:
-            return _TorchOps.descend(torch.from_numpy(rows), torch.from_numpy(mass), torch.from_numpy(node), True).numpy()
-        cumulated = torch.from_numpy(rows).cumsum_(-1)  # ``rows`` is a fresh gather: summed in place
-        choice = torch.searchsorted(cumulated, torch.from_numpy(mass[:, None]), right=True).numpy()
-        node *= rows.shape[1]
-        node += choice[:, 0]
-        return node
+def _descend(rows: torch.Tensor, mass: torch.Tensor, node: torch.Tensor, inner: bool) -> torch.Tensor:
+    """One level down: the child of each ``node`` (whose children are ``rows``) that holds ``mass``.
 
-    @staticmethod
-    def sort(mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Sorted masses make the binary searches cheaper (near-identical consecutive paths)."""
-        order = np.argsort(mass)
-        return mass.take(order), order
-
-    @staticmethod
-    def unsort(node: np.ndarray, order: np.ndarray) -> np.ndarray:
-        out = np.empty_like(node)
-        out[order] = node
-        return out
-
-    @staticmethod
-    def clamp_max_(x: np.ndarray, bound: int) -> np.ndarray:
-        return np.minimum(x, bound, out=x)
-
-    @staticmethod
-    def weights(value: np.ndarray, smallest: float, beta: float) -> np.ndarray:
-        weight = np.maximum(value, smallest)
-        if smallest > 0:
-            weight /= smallest
-            return np.power(weight, -beta, out=weight)
-        with np.errstate(divide="ignore", invalid="ignore"):  # a written zero is the minimum: weights 0 (or nan)
-            weight /= smallest
-            return np.power(weight, -beta, out=weight)
+    With ``inner``, ``mass`` becomes the mass left inside that child (in place).
+    """
+    k = rows.shape[-1]
+    cumulated = rows.cumsum(-1)
+    choice = torch.searchsorted(cumulated, mass.unsqueeze(-1), right=True)
+    if inner:
+        choice.clamp_max_(k - 1)
+        mass.sub_(cumulated.sub_(rows).gather(-1, choice).squeeze(-1))
+    return choice.squeeze(-1).add_(node, alpha=k)
 
 
-def _level_sizes(size: int, k: int, top_size: int) -> list[int]:
-    """Node counts per level, leaves first: every level but the top one is a whole number of ``k``-blocks."""
-    n = -(size // -k) * k
-    sizes = [n]
-    while n > max(top_size, k):
-        parents = n // k
-        n = parents if parents <= top_size else -(parents // -k) * k
-        sizes.append(n)
-    return sizes
+class _Scratch:
+    """Buffers reused by every draw of one batch size: masses, gathered rows, in-row choices (no allocation)."""
+
+    def __init__(self, batch_size: int, k: int, dtype: torch.dtype, device: torch.device, numpy: bool):
+        self.mass = torch.empty(batch_size, dtype=dtype, device=device)
+        self.mass_column = self.mass.view(-1, 1)
+        self.rows = torch.empty(batch_size, k, dtype=dtype, device=device)
+        self.choice = torch.empty(batch_size, 1, dtype=torch.long, device=device)
+        if numpy:
+            self.mass_np, self.rows_np, self.choice_np = self.mass.numpy(), self.rows.numpy(), self.choice.numpy()[:, 0]
 
 
 class PriorityTree:
@@ -515,12 +472,14 @@ class PriorityTree:
 
     - Sums: a segment tree as :class:`SumSegmentTreeFp32` (flat tensors per level, ``branching`` children per
       node, a top level of at most ``top_size`` nodes). The inclusive prefix sums of the top level are cached
-      (``torch.cumsum`` once per batch of writes); a draw then costs one ``searchsorted`` on that cache and one
-      ``[batch, branching]`` gather + cumsum + ``searchsorted`` per lower level.
+      (one ``torch.cumsum`` per batch of writes, over the top nodes that cover the stored elements only); a
+      draw then costs one ``searchsorted`` on that cache and one ``[batch, branching]`` gather + cumsum +
+      ``searchsorted`` per lower level.
     - Minimum: only the smallest *written* leaf is needed (importance-weight normalisation), so it is kept as a
       number: writes lower it, and it is recomputed exactly (one scan of the leaves, on the next read) only
-      when a write overwrites a leaf that held it with a larger value. Never-written leaves are ``+inf`` in a
-      separate copy of the leaves, so written zeros count.
+      when a write gives a larger value to a leaf that held it. Never-written leaves hold ``-0.0`` (a zero for
+      every sum, told apart by its sign bit), so that written zeros count and no second copy of the leaves is
+      needed.
 
     On CPU the small kernels run on numpy views of the same tensors (``backend="numpy"``), elsewhere as torch
     ops; both give the same draws for the same random numbers up to float rounding. The cache state lives in
@@ -557,6 +516,8 @@ class PriorityTree:
         device: torch.device | str | None = None,
         backend: str | None = None,
     ):
+        if size < 1 or branching < 2:
+            raise ValueError(f"PriorityTree: size must be >= 1 and branching >= 2, got {size} and {branching}.")
         device = torch.device("cpu" if device is None else device)
         if backend is None:
             backend = "numpy" if device.type == "cpu" else "torch"
@@ -569,12 +530,11 @@ class PriorityTree:
         self._ops = _NumpyOps if backend == "numpy" else _TorchOps
         sizes = _level_sizes(self._size, self._k, top_size)
         self._levels = [preallocate_zeros((n,), dtype, device) for n in sizes]  # sums, leaves first
-        self._min_leaves = preallocate_zeros((sizes[0],), dtype, device).fill_(math.inf)
+        self._levels[0].fill_(-0.0)  # never written
         self._span = k ** (len(sizes) - 1)  # leaves under one top node
         self._prefix = torch.zeros(sizes[-1] + 1, dtype=dtype, device=device)  # [0, cumsum(top level)]
         # [top nodes in the current prefix sums (0: stale), minimum is known, minimum]; on CPU, numpy scalars
         self._meta = torch.tensor([0.0, 1.0, math.inf], dtype=torch.float64)
-        self._uniform = torch.empty(0, dtype=dtype, device=device)
         self._bind()
 
     def _bind(self) -> None:
@@ -582,9 +542,10 @@ class PriorityTree:
         view, k = self._ops.view, self._k
         self._a_levels = [view(level) for level in self._levels]
         self._a_rows = [level.reshape(-1, k) for level in self._a_levels[:-1]]
-        self._a_min = view(self._min_leaves)
         self._a_prefix = view(self._prefix)
         self._a_meta = self._meta.numpy()
+        self._top_views: tuple = (0,)  # (top nodes, top level, prefix sums, search boundaries) for one ``top``
+        self._scratch: dict[int, _Scratch] = {}  # by batch size
 
     # ------------------------------------------------------------------ reads
     @property
@@ -593,12 +554,13 @@ class PriorityTree:
 
     @property
     def leaves(self) -> torch.Tensor:
+        """The leaves (never-written ones hold ``-0.0``)."""
         return self._levels[0][: self._size]
 
     @property
-    def min_leaves(self) -> torch.Tensor:
-        """The leaves as written, ``+inf`` where nothing was written."""
-        return self._min_leaves[: self._size]
+    def written(self) -> torch.Tensor:
+        """Which leaves were ever written (a bool tensor)."""
+        return ~torch.signbit(self.leaves)
 
     @property
     def device(self) -> torch.device:
@@ -622,7 +584,8 @@ class PriorityTree:
     def _min(self) -> float:
         meta = self._a_meta
         if not meta[1]:
-            meta[2] = float(self._a_min.min())
+            leaves = self.leaves
+            meta[2] = float(torch.where(torch.signbit(leaves), math.inf, leaves).min()) if self._size else math.inf
             meta[1] = 1.0
         return float(meta[2])
 
@@ -630,37 +593,42 @@ class PriorityTree:
     def update(self, index, value) -> None:
         """Sets ``leaves[index] = value`` (the last repeated index wins) and refreshes the ancestors.
 
-        ``index`` (1-d integers) and ``value`` (same length, or a scalar) are tensors or backend arrays.
+        ``index`` (1-d integers) and ``value`` (same length, or a scalar, ``>= 0``) are tensors or backend arrays.
+        Indices are not checked here (the samplers validate them).
         """
         ops = self._ops
         if isinstance(index, torch.Tensor):
             index = self.array(index)
         if isinstance(value, torch.Tensor):
             value = self.array(value.to(self.dtype))
-        elif ops is _TorchOps and not isinstance(value, torch.Tensor):
+        elif ops is _TorchOps:
             value = torch.tensor(value, dtype=self.dtype, device=self.device)
         if ops is _TorchOps and (index.numel() > _SERIAL_SCATTER or index.device.type != "cpu"):
             # CPU scatters of up to 32k elements run serially; bigger or device ones may run in parallel
             index, value = _last_of_duplicates(index, value.expand(index.shape) if value.ndim == 0 else value)
-        mins = self._a_min
+        leaves = self._a_levels[0]
         known = self._a_meta[1]
         if known:
-            before = float(ops.take(mins, index).min())
-        ops.put(self._a_levels[0], index, value)
-        ops.put(mins, index, value)
-        if known:
-            self._track_min(before, float(ops.take(mins, index).min()))
+            old = ops.take(leaves, index)
+        ops.put(leaves, index, value)
+        if known:  # the values now held (with repeated indices, only the last write counts)
+            smallest = float(ops.take(leaves, index).min())
+            self._track_min(smallest, lambda: bool((old == float(self._a_meta[2])).any()))
         self._a_meta[0] = 0.0
         for depth in range(1, len(self._levels)):
             index = index >> self._shift if self._shift else index // self._k
             ops.put(self._a_levels[depth], index, ops.row_sums(ops.take(self._a_rows[depth - 1], index)))
 
-    def _track_min(self, overwritten: float, written: float) -> None:
-        """Keeps the cached minimum exact after a write (``overwritten``/``written``: the minima of old/new)."""
+    def _track_min(self, smallest: float, held_minimum) -> None:
+        """Keeps the cached minimum exact after a write of values whose minimum is ``smallest``.
+
+        ``held_minimum()`` says whether an overwritten leaf held the minimum; it is only asked when the
+        minimum may have grown (then the next read rescans the leaves).
+        """
         meta = self._a_meta
-        if written <= meta[2]:
-            meta[2] = written
-        elif overwritten <= meta[2]:  # the leaf holding the minimum got a larger value: rescan on next read
+        if smallest <= meta[2]:
+            meta[2] = smallest
+        elif held_minimum():
             meta[1] = 0.0
 
     def update_range(self, start: int, stop: int, value) -> None:
@@ -669,14 +637,13 @@ class PriorityTree:
             return
         if isinstance(value, torch.Tensor):
             value = self.array(value.to(self.dtype))
-        mins = self._a_min
+        leaves = self._a_levels[0]
         known = self._a_meta[1]
         if known:
-            before = float(mins[start:stop].min())
-        self._a_levels[0][start:stop] = value
-        mins[start:stop] = value
+            held = bool((leaves[start:stop] == float(self._a_meta[2])).any())
+        leaves[start:stop] = value
         if known:
-            self._track_min(before, float(mins[start:stop].min()))
+            self._track_min(float(leaves[start:stop].min()), lambda: held)
         self._a_meta[0] = 0.0
         k = self._k
         for depth in range(1, len(self._levels)):
@@ -685,15 +652,15 @@ class PriorityTree:
 
     def load(self, stored: torch.Tensor, written: torch.Tensor | None = None) -> None:
         """Replaces every leaf by ``stored``; ``written`` (bool) marks the leaves that count for the minimum."""
-        self.update_range(0, self._size, stored)
         if written is not None:
-            self._min_leaves[: self._size] = torch.where(written.to(self.device), self._levels[0][: self._size], math.inf)
-            self._a_meta[1] = 0.0
+            stored = torch.where(written.to(stored.device), stored, -0.0)
+        self.update_range(0, self._size, stored)
+        self._a_meta[1] = 0.0
 
     def reset(self) -> None:
         for level in self._levels:
             level.zero_()
-        self._min_leaves.fill_(math.inf)
+        self._levels[0].fill_(-0.0)
         self._a_meta[:] = (0.0, 1.0, math.inf)
 
     # ------------------------------------------------------------------ draws
@@ -703,44 +670,85 @@ class PriorityTree:
         """Draws ``batch_size`` leaves with probability proportional to their value.
 
         Returns ``(index, weight)`` tensors, ``weight = (value / min) ** -beta`` with ``min`` the smallest written
-        leaf (ones when ``beta == 0``), or ``None`` when every leaf is zero. ``index`` is clamped to
-        ``limit - 1`` (default: ``size - 1``; only float rounding can reach past the last non-zero leaf).
+        leaf (ones when ``beta == 0``), or ``None`` when every leaf is zero. Indices are below ``limit`` (default:
+        ``size``); leaves from ``limit`` on should be zero, as in a replay buffer that stores ``limit`` elements
+        (the sums only cover the top nodes that hold leaves below ``limit``; a draw past the last one, which only
+        float rounding or mass written past ``limit`` can cause, is clamped to ``limit - 1``).
         """
-        ops, prefix, meta = self._ops, self._a_prefix, self._a_meta
         last = (self._size if limit is None else limit) - 1
         top = last // self._span + 1  # the top nodes that hold leaves [0, limit): the prefix sums stop there
+        views = self._top_views
+        if views[0] != top:  # slicing costs a few µs: slices are made once per ``top``
+            views = self._top_views = (top, self._levels[-1][:top], self._prefix[1 : top + 1], self._a_prefix[1:top])
+        meta = self._a_meta
         if meta[0] != top:
-            torch.cumsum(self._levels[-1][:top], 0, out=self._prefix[1 : top + 1])
+            torch.cumsum(views[1], 0, out=views[2])
             meta[0] = top
-        total = float(prefix[top])
+        total = float(self._a_prefix[top])
         if not total > 0:
             return None
-        if self._uniform.shape[0] != batch_size:  # scratch space for the random masses, reused across draws
-            self._uniform = torch.empty(batch_size, dtype=self.dtype, device=self.device)
-        mass, order = ops.sort(self.array(self._uniform.uniform_(0.0, total, generator=generator)))
-        node = ops.search(prefix[1:top], mass)  # the last boundary (the total) is left out: node <= top - 1
+        scratch = self._scratch.get(batch_size)
+        if scratch is None:
+            if len(self._scratch) >= 4:
+                self._scratch.clear()
+            numpy = self._ops is _NumpyOps
+            scratch = self._scratch[batch_size] = _Scratch(batch_size, self._k, self.dtype, self.device, numpy)
+        scratch.mass.uniform_(0.0, total, generator=generator)
+        # the total itself is left out of the boundaries, so the top node is at most ``top - 1``
+        if self._ops is _NumpyOps:
+            return self._draw_numpy(scratch, views[3], last, beta)
+        return self._draw_torch(scratch, views[3], last, beta)
+
+    def _draw_numpy(self, scratch: _Scratch, boundaries: np.ndarray, last: int, beta: float):
+        mass = scratch.mass_np
+        node = np.searchsorted(boundaries, mass, side="right")
         if len(self._levels) > 1:
-            mass -= ops.take(prefix, node)
-            for depth in range(len(self._levels) - 2, -1, -1):
-                node = ops.descend(ops.take(self._a_rows[depth], node), mass, node, depth > 0)
-        node = ops.unsort(ops.clamp_max_(node, last), order)
+            mass -= self._a_prefix.take(node, mode="clip")  # in-bounds indices: "clip" skips the checks
+            for depth in range(len(self._levels) - 2, 0, -1):  # trees over about 1M leaves
+                rows = torch.from_numpy(self._a_rows[depth].take(node, axis=0, mode="clip"))
+                node = _descend(rows, scratch.mass, torch.from_numpy(node), inner=True).numpy()
+            self._a_rows[0].take(node, axis=0, out=scratch.rows_np, mode="clip")
+            torch.searchsorted(scratch.rows.cumsum_(-1), scratch.mass_column, right=True, out=scratch.choice)
+            node *= self._k
+            node += scratch.choice_np
+        np.minimum(node, last, out=node)  # float rounding can step past the last leaf with mass
         if beta == 0:
-            weight = torch.ones(batch_size, dtype=self.dtype, device=self.device)
+            return torch.from_numpy(node), torch.ones(node.shape[0], dtype=self.dtype)
+        weight = self._a_levels[0].take(node, mode="clip")
+        smallest = self._min()
+        np.maximum(weight, smallest, out=weight)
+        if smallest > 0:
+            weight /= smallest
         else:
-            weight = ops.tensor(ops.weights(ops.take(self._a_levels[0], node), self._min(), beta))
-        return ops.tensor(node), weight
+            with np.errstate(divide="ignore", invalid="ignore"):  # a written zero is the minimum: 0 (or nan)
+                weight /= smallest
+        return torch.from_numpy(node), torch.from_numpy(np.power(weight, -beta, out=weight))
+
+    def _draw_torch(self, scratch: _Scratch, boundaries: torch.Tensor, last: int, beta: float):
+        mass = scratch.mass
+        node = torch.searchsorted(boundaries, mass, right=True)
+        if len(self._levels) > 1:
+            mass.sub_(self._prefix.index_select(0, node))
+            for depth in range(len(self._levels) - 2, -1, -1):
+                rows = self._levels[depth].view(-1, self._k).index_select(0, node)
+                node = _descend(rows, mass, node, inner=depth > 0)
+        node.clamp_max_(last)
+        if beta == 0:
+            return node, torch.ones(node.shape[0], dtype=self.dtype, device=self.device)
+        smallest = self._min()
+        weight = self._levels[0].index_select(0, node).clamp_min_(smallest).div_(smallest).pow_(-beta)
+        return node, weight
 
     # ------------------------------------------------------------------ processes
     def share_memory_(self) -> PriorityTree:
-        for tensor in (*self._levels, self._min_leaves, self._prefix, self._meta):
+        for tensor in (*self._levels, self._prefix, self._meta):
             tensor.share_memory_()
         self._bind()
         return self
 
     def __getstate__(self) -> dict:
-        state = {key: value for key, value in self.__dict__.items() if not key.startswith("_a_")}
-        state["_uniform"] = self._uniform[:0]
-        return state
+        drop = ("_top_views", "_scratch")
+        return {key: value for key, value in self.__dict__.items() if not key.startswith("_a_") and key not in drop}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
