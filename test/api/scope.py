@@ -59,11 +59,11 @@ MODULES_TOP_LATER = [
 
 # Losses that land with the rest of issue 7 (PPO family, A2C, REINFORCE, SAC) or later issues.
 OBJECTIVES_LATER = [
-    "A2CLoss", "ACTLoss", "BCLoss", "CQLLoss", "ClipPPOLoss", "CrossQLoss", "DTLoss", "DiffusionBCLoss",
-    "DiscreteCQLLoss", "DiscreteIQLLoss", "DiscreteSACLoss", "DreamerActorLoss", "DreamerModelLoss",
+    "ACTLoss", "BCLoss", "CQLLoss", "CrossQLoss", "DTLoss", "DiffusionBCLoss",
+    "DiscreteCQLLoss", "DiscreteIQLLoss", "DreamerActorLoss", "DreamerModelLoss",
     "DreamerV3ActorLoss", "DreamerV3Loss", "DreamerV3ModelLoss", "DreamerV3ValueLoss", "DreamerValueLoss",
-    "ExponentialQuadraticCost", "GAILLoss", "IPPOLoss", "IQLLoss", "KLPENPPOLoss", "MAPPOLoss", "OnlineDTLoss",
-    "PPOLoss", "QMixerLoss", "REDQLoss", "RNDLoss", "ReinforceLoss", "SACLoss", "TQCLoss", "WorldModelLoss",
+    "ExponentialQuadraticCost", "GAILLoss", "IPPOLoss", "IQLLoss", "MAPPOLoss", "OnlineDTLoss",
+    "QMixerLoss", "REDQLoss", "RNDLoss", "TQCLoss", "WorldModelLoss",
     "categorical_kl_balanced", "categorical_kl_terms",
 ]
 
@@ -71,6 +71,9 @@ SCOPE: dict[str, list[str] | str | tuple[str, list[str]]] = {
     "torchrl": "all",
     "torchrl.data.tensor_specs": SPEC_NAMES,
     "torchrl.objectives.value.functional": "all",
+    "torchrl.collectors": ("all", ["AsyncBatchedCollector", "RayWeightUpdater", "RemoteModuleWeightUpdater"]),
+    "torchrl.collectors.utils": "all",
+    "torchrl.trainers": "all",
     "torchrl.objectives.value": "all",
     "torchrl.objectives.utils": ("all", ["Tensor"]),
     "torchrl.objectives": ("all", OBJECTIVES_LATER),

@@ -24,3 +24,7 @@ from torchrl.objectives.dqn import DistributionalDQNLoss, DQNLoss  # noqa: F401
 from torchrl.objectives.ddpg import DDPGLoss  # noqa: F401
 from torchrl.objectives.td3 import TD3Loss  # noqa: F401
 from torchrl.objectives.td3_bc import TD3BCLoss  # noqa: F401
+from torchrl.objectives.ppo import ClipPPOLoss, KLPENPPOLoss, PPOLoss  # noqa: F401
+from torchrl.objectives.a2c import A2CLoss  # noqa: F401
+from torchrl.objectives.reinforce import ReinforceLoss  # noqa: F401
+from torchrl.objectives.sac import DiscreteSACLoss, SACLoss  # noqa: F401

@@ -1,0 +1,48 @@
+"""``torchrl.collectors``: the interaction loop between policies and environments.
+
+- :class:`Collector` (``_single.py``, loop in ``_loop.py``, policy calls in ``_policy.py``): collection in
+  this process; also the front door for process collectors (``num_collectors=`` / ``backend="process"``).
+- :class:`MultiSyncCollector`, :class:`MultiAsyncCollector`, :class:`AsyncCollector` (``_multi.py``; worker
+  processes in ``_multi_worker.py`` and ``_pool.py``; shared batch buffers in ``_shm.py``).
+- :class:`BaseCollector` (``_base.py``), :class:`ProfileConfig` (``_profile.py``), weight updaters
+  (``weight_update.py``), :class:`Evaluator` (``_evaluator.py``), :func:`split_trajectories` (``utils.py``).
+
+The old names ``SyncDataCollector``, ``MultiSyncDataCollector``, ``MultiaSyncDataCollector`` and
+``aSyncDataCollector`` still work (they warn once and build the new classes).
+"""
+from __future__ import annotations
+
+from torchrl._deprecation import deprecated_alias
+from torchrl.collectors._base import BaseCollector
+from torchrl.collectors._evaluator import Evaluator
+from torchrl.collectors._multi import AsyncCollector, MultiAsyncCollector, MultiCollector, MultiSyncCollector
+from torchrl.collectors._profile import ProfileConfig
+from torchrl.collectors._single import Collector
+from torchrl.collectors.utils import split_trajectories
+from torchrl.collectors.weight_update import MultiProcessedWeightUpdater, VanillaWeightUpdater, WeightUpdaterBase
+from torchrl.envs.utils import RandomPolicy
+
+SyncDataCollector = deprecated_alias(Collector, "SyncDataCollector", module=__name__)
+MultiSyncDataCollector = deprecated_alias(MultiSyncCollector, "MultiSyncDataCollector", module=__name__)
+MultiaSyncDataCollector = deprecated_alias(MultiAsyncCollector, "MultiaSyncDataCollector", module=__name__)
+aSyncDataCollector = deprecated_alias(AsyncCollector, "aSyncDataCollector", module=__name__)
+
+__all__ = [
+    "AsyncCollector",
+    "BaseCollector",
+    "Collector",
+    "Evaluator",
+    "MultiAsyncCollector",
+    "MultiCollector",
+    "MultiProcessedWeightUpdater",
+    "MultiSyncCollector",
+    "MultiSyncDataCollector",
+    "MultiaSyncDataCollector",
+    "ProfileConfig",
+    "RandomPolicy",
+    "SyncDataCollector",
+    "VanillaWeightUpdater",
+    "WeightUpdaterBase",
+    "aSyncDataCollector",
+    "split_trajectories",
+]

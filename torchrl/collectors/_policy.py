@@ -1,0 +1,161 @@
+"""How a collector calls its policy: normalisation of the ``policy`` argument into one step function.
+
+``make_actor(policy, env, ...)`` returns ``(act, module)``: ``act(td) -> td`` writes the actions into
+``td``; ``module`` is the ``nn.Module`` whose weights updates target (``None`` for random actions or plain
+callables). Plain ``TensorDictModule`` policies get a direct call path (their wrapped module on the input
+entries, outputs written back) that skips the generic dispatch; anything unusual takes the public call.
+"""
+from __future__ import annotations
+
+import copy
+import inspect
+from typing import Any, Callable
+
+import torch
+from tensordict import TensorDictBase
+from tensordict.nn import TensorDictModule, TensorDictModuleBase
+from torch import nn
+
+from torchrl._td import fast_get, fast_set
+
+__all__ = ["make_actor", "wrap_policy", "module_device"]
+
+
+def module_device(module: Any) -> torch.device | None:
+    """The device of the first parameter (or buffer) of ``module`` (``None`` if it has none)."""
+    if not isinstance(module, nn.Module):
+        return None
+    for p in module.parameters():
+        return p.device
+    for b in module.buffers():
+        return b.device
+    return None
+
+
+def _takes_tensordict(module: nn.Module) -> bool:
+    try:
+        params = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if not params:
+        return False
+    first = params[0]
+    if first.name in ("tensordict", "td"):
+        return True
+    ann = first.annotation
+    if isinstance(ann, str):
+        return "TensorDict" in ann
+    return isinstance(ann, type) and issubclass(ann, TensorDictBase)
+
+
+def wrap_policy(policy: Any, env, *, trust_policy: bool) -> Any:
+    """``policy`` as something callable on a TensorDict (non-TensorDict modules get wrapped).
+
+    A module whose ``forward`` takes a TensorDict is used as is. Another module is wrapped in a
+    :class:`~tensordict.nn.TensorDictModule` reading the observation entries named like its ``forward``
+    arguments (for a one-argument module: the only observation entry, or ``"observation"``) and writing the
+    env's action key(s).
+
+    Raises:
+        TypeError: a module whose inputs cannot be matched with the env's observations.
+    """
+    if policy is None or trust_policy or isinstance(policy, TensorDictModuleBase) or not isinstance(policy, nn.Module):
+        return policy
+    if _takes_tensordict(policy):
+        return policy
+    obs_keys = list(env.observation_spec.keys(True, True))
+    try:
+        names = [p.name for p in inspect.signature(policy.forward).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    in_keys = [n for n in names if n in obs_keys]
+    if not in_keys:
+        if len(obs_keys) == 1 and len(names) <= 1:
+            in_keys = obs_keys
+        elif len(names) <= 1 and "observation" in obs_keys:
+            in_keys = ["observation"]
+        else:
+            raise TypeError(
+                f"Collector: cannot tell which observations {type(policy).__name__}.forward{tuple(names)} reads; the env "
+                f"has observations {obs_keys}. Wrap the policy in a TensorDictModule with explicit in_keys/out_keys."
+            )
+    return TensorDictModule(policy, in_keys=in_keys, out_keys=list(env.action_keys))
+
+
+def _fast_module_call(policy: TensorDictModule) -> Callable | None:
+    """A direct call for a plain ``TensorDictModule`` (``None`` when its semantics need the full call)."""
+    if type(policy) is not TensorDictModule:
+        return None
+    if policy.inplace is not True or policy._kwargs is not None or policy.method is not None or policy.method_kwargs:
+        return None
+    if policy._forward_hooks or policy._forward_pre_hooks or getattr(policy, "_forward_hooks_with_kwargs", None):
+        return None
+    in_keys = [k if isinstance(k, str) else tuple(k) for k in policy.in_keys]
+    out_keys = [k if isinstance(k, str) else tuple(k) for k in policy.out_keys]
+    if list(policy.out_keys_source) != list(policy.out_keys) or "_" in out_keys:
+        return None
+    inner = policy.module
+    n_out = len(out_keys)
+    single = out_keys[0] if n_out == 1 else None
+
+    def call(td: TensorDictBase) -> TensorDictBase:
+        inputs = [fast_get(td, k) for k in in_keys]
+        if any(x is None for x in inputs):
+            return policy(td)  # the public call raises the informative KeyError
+        out = inner(*inputs)
+        if type(out) is torch.Tensor:
+            if single is None:
+                raise RuntimeError(f"{policy}: the module returned one tensor for out_keys {out_keys}.")
+            fast_set(td, single, out)
+            return td
+        if type(out) is tuple and len(out) == n_out and all(type(o) is torch.Tensor for o in out):
+            for key, value in zip(out_keys, out):
+                fast_set(td, key, value)
+            return td
+        return policy._write_to_tensordict(td, out if isinstance(out, tuple) else (out,))
+
+    return call
+
+
+def make_actor(
+    policy: Any,
+    env,
+    *,
+    trust_policy: bool = False,
+    policy_device: torch.device | None = None,
+    env_device: torch.device | None = None,
+) -> tuple[Callable[[TensorDictBase], TensorDictBase], nn.Module | None, Any]:
+    """``(act, weights_module, policy)``: the per-step call, the module holding the weights, the policy.
+
+    ``policy=None`` draws random actions from the env's action spec. When ``policy_device`` differs from
+    the policy's device, a copy of the policy is moved there (its weights are then updated through
+    ``update_policy_weights_``); inputs are moved to the policy device and outputs back to ``env_device``.
+    """
+    if policy is None:
+        return env.rand_action, None, None
+    policy = wrap_policy(policy, env, trust_policy=trust_policy)
+    module = policy if isinstance(policy, nn.Module) else None
+    current = module_device(module)
+    if policy_device is not None and current is not None and current != policy_device:
+        policy = copy.deepcopy(policy).to(policy_device)
+        module = policy
+    fast = _fast_module_call(policy) if isinstance(policy, TensorDictModule) else None
+    base = fast if fast is not None else _generic_call(policy)
+    cast_in = policy_device is not None and policy_device != env_device
+    if not cast_in:
+        return base, module, policy
+
+    def act(td: TensorDictBase) -> TensorDictBase:
+        out = base(td.to(policy_device))
+        return out.to(env_device) if env_device is not None else out
+
+    return act, module, policy
+
+
+def _generic_call(policy: Any) -> Callable[[TensorDictBase], TensorDictBase]:
+    def call(td: TensorDictBase) -> TensorDictBase:
+        out = policy(td)
+        return td if out is None else out
+
+    return call
