@@ -73,6 +73,8 @@ class DoneStructure:
         self.done_keys_groups: list[list[NestedKey]] = [g.keys for g in self.groups]
         # Groups that the env may return partially and that need completing.
         self._completable = [g for g in self.groups if g.done is not None]
+        # The common layout (one group with a done entry) gets a short path in any_done.
+        self._single = (self.groups[0].done, self.groups[0].reset_key) if len(self.groups) == 1 and self.groups[0].done is not None else None
 
     def complete(self, data: TensorDictBase) -> TensorDictBase:
         """Fills missing ``done``/``terminated``/``truncated`` entries of ``data`` in place.
@@ -113,6 +115,15 @@ class DoneStructure:
 
     def any_done(self, data: TensorDictBase, *, write_reset: bool = True) -> bool:
         """Whether any done signal in ``data`` is set; writes the ``_reset`` masks when ``write_reset``."""
+        single = self._single
+        if single is not None:
+            mask = fast_get(data, single[0])
+            if mask is not None:
+                if not any_true(mask):
+                    return False
+                if write_reset:
+                    fast_set(data, single[1], mask)
+                return True
         found = False
         for reset_key, mask in self.reset_masks(data):
             if mask is None:

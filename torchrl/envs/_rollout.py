@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable
 import torch
 from tensordict import LazyStackedTensorDict, TensorDictBase
 
-from torchrl._td import any_true, fast_get, stack_tds
+from torchrl._td import any_true, fast_get, fast_set, stack_tds
 
 __all__ = ["rollout"]
 
@@ -53,6 +53,34 @@ def _action_writer(env, actions: Iterable[Any]) -> Callable[[TensorDictBase], Te
     return write
 
 
+def _bulk_random_actions(env, td: TensorDictBase, max_steps: int):
+    """A per-step action writer drawing every step's random actions in one call per action leaf.
+
+    Only for envs using ``EnvBase.rand_action`` on unmasked specs; a spec that gets masked during the
+    rollout (e.g. by ``ActionMask``) is drawn afresh at each step from then on. ``None`` when not applicable.
+    """
+    if not getattr(type(env).rand_action, "bulk_safe", False):
+        return None
+    leaves = env._cached("_action_leaves", env._random_action_leaves)
+    if leaves is None or any(getattr(leaf, "mask", None) is not None for _, leaf in leaves):
+        return None
+    extra = td.batch_size[: td.batch_dims - len(env.batch_size)]
+    draws = [(key, leaf, leaf.rand(torch.Size((max_steps, *extra))).unbind(0)) for key, leaf in leaves]
+    step = [0]
+
+    def act(data: TensorDictBase) -> TensorDictBase:
+        i = step[0]
+        step[0] = i + 1
+        for key, leaf, values in draws:
+            if getattr(leaf, "mask", None) is None:
+                fast_set(data, key, values[i])
+            else:
+                fast_set(data, key, leaf.rand(extra) if extra else leaf.rand())
+        return data
+
+    return act
+
+
 def _done_keys_for_break(env) -> list:
     return [g.done for g in env.done_structure.groups if g.done is not None]
 
@@ -92,7 +120,7 @@ def rollout(
     if actions is not None:
         act = _action_writer(env, actions)
     elif policy is None:
-        act = env.rand_action
+        act = _bulk_random_actions(env, td, max_steps) or env.rand_action
     elif auto_cast_to_device:
         policy_device = _policy_device(policy)
         env_device = env.device

@@ -20,7 +20,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 from torch import nn
 
-from torchrl._td import fast_get, fast_set
+from torchrl._td import any_true, fast_get, fast_set
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs._check_env import check_env_specs
 from torchrl.envs._step_mdp import fast_step_mdp, merge_missing, prune_emptied, structure_copy
@@ -403,18 +403,24 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         batch = out.batch_size
         n = len(self.batch_size)
         for group in self.done_structure.groups:
+            zeros = None
             for key in group.keys:
-                if out.get(key, None) is None:
-                    out.set(key, torch.zeros(batch + group.shape[n:], dtype=torch.bool, device=out.device or self.device))
+                if fast_get(out, key) is None:
+                    if zeros is None:
+                        zeros = torch.zeros(batch + group.shape[n:], dtype=torch.bool, device=out.device or self.device)
+                    else:
+                        zeros = zeros.clone()
+                    fast_set(out, key, zeros)
 
     def _check_not_done_after_reset(self, out: TensorDictBase, tensordict: TensorDictBase | None) -> None:
         for group in self.done_structure.groups:
-            done = out.get(group.done, None) if group.done is not None else None
-            if done is None:
+            done = fast_get(out, group.done) if group.done is not None else None
+            if done is None or not any_true(done):  # the common case: nothing is done after a reset
                 continue
-            mask = tensordict.get(group.reset_key, None) if tensordict is not None else None
-            flagged = done if mask is None else done & mask.reshape(done.shape) if mask.numel() == done.numel() else done
-            if flagged.any():
+            mask = fast_get(tensordict, group.reset_key) if tensordict is not None else None
+            if mask is not None and mask.numel() == done.numel():
+                done = done & mask.reshape(done.shape)
+            if any_true(done):
                 raise RuntimeError(
                     f"{type(self).__name__}: {group.done!r} is True right after reset. Fix _reset, or build the env "
                     f"with allow_done_after_reset=True if this is intended."
@@ -473,7 +479,9 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         """
         tensordict = self.step(tensordict)
         next_input = self.step_mdp(tensordict)
-        return tensordict, self.maybe_reset(next_input)
+        if self.done_structure.any_done(next_input):
+            next_input = self.reset(next_input)
+        return tensordict, next_input
 
     # -- random actions and fake data --------------------------------------------------------------------
     def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
@@ -488,6 +496,8 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         for key, leaf in leaves:
             fast_set(tensordict, key, leaf.rand(extra) if extra else leaf.rand())
         return tensordict
+
+    rand_action.bulk_safe = True  # rollouts may pre-draw these actions (see _rollout._bulk_random_actions)
 
     def _random_action_leaves(self):
         leaves = list(self.full_action_spec.items(True, True))
