@@ -61,7 +61,11 @@ def children() -> set[int]:
 
 
 def shm_files() -> set[str]:
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    """Shared-memory files, minus other processes' collector files (tests may run in parallel workers)."""
+    if not os.path.isdir("/dev/shm"):
+        return set()
+    mine = f"torchrl-collector-{os.getpid()}-"
+    return {f for f in os.listdir("/dev/shm") if not f.startswith("torchrl-collector-") or f.startswith(mine)}
 
 
 @pytest.fixture
