@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import pickle
-import signal
-import sys
 import time
 from multiprocessing.connection import wait as mp_wait
 from typing import Any
 
 import cloudpickle
-import torch
 
 from torchrl.collectors._multi_worker import OP_CALL, OP_CLOSE, WorkerSpec, worker_main
 from torchrl.collectors._shm import remove_prefixed
+from torchrl.envs.batched._procs import default_start_method, exit_text as _exit_text
 
 __all__ = ["WorkerPool", "default_start_method"]
 
@@ -31,26 +29,6 @@ _MAIN_GUARD = (
     "process collectors started with mp_start_method={method!r} re-import the main script in every worker: create and "
     "use the collector under `if __name__ == \"__main__\":` (or use mp_start_method=\"fork\" where available)."
 )
-
-
-def default_start_method() -> str:
-    """``"fork"`` on Linux (fast start; not once CUDA is initialized), else the platform's default."""
-    if sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods():
-        if not (torch.cuda.is_available() and torch.cuda.is_initialized()):
-            return "fork"
-        return "spawn"
-    return mp.get_start_method(allow_none=True) or "spawn"
-
-
-def _exit_text(code: int | None) -> str:
-    if code is None:
-        return "still running"
-    if code < 0:
-        try:
-            return f"exit code {code}, killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"exit code {code}"
-    return f"exit code {code}"
 
 
 class WorkerPool:

@@ -324,8 +324,8 @@ class Collector(BaseCollector):
         if weight_updater is None and module is not None:
             getter = None
             if isinstance(policy, nn.Module) and module is not policy:
-                def getter():  # the running copy lives elsewhere (another device): pull from the original
-                    return as_weights(policy)
+                # the running copy lives elsewhere (another device): pull from the original
+                getter = lambda: as_weights(policy)  # noqa: E731
             weight_updater = VanillaWeightUpdater(weight_getter=getter, policy_weights=TensorDict.from_module(module))
         self.weight_updater = weight_updater
 

@@ -1,7 +1,7 @@
 """Less-travelled ``EnvBase`` methods: compilation, spec inference, parallel construction, gym registration."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 from tensordict import TensorDictBase

@@ -1,7 +1,6 @@
 """Moving a step's ``"next"`` data to the root: the generic rule and a fast path for plain TensorDicts."""
 from __future__ import annotations
 
-import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, is_tensor_collection
 
 from torchrl._td import new_td

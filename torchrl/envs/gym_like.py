@@ -19,7 +19,6 @@ from typing import Any, Sequence, TypeVar
 import numpy as np
 import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDictBase
-from tensordict.utils import NestedKey
 
 from torchrl._td import fast_get, new_td
 from torchrl.data.tensor_specs import Categorical, Composite, NonTensor, TensorSpec, Unbounded

@@ -5,7 +5,6 @@ import enum
 import importlib.util
 from typing import Sequence
 
-import torch
 from tensordict import TensorDictBase, is_non_tensor, is_tensor_collection
 from tensordict.utils import NestedKey
 

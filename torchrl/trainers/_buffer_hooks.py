@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 from tensordict import TensorDictBase, pad
-from tensordict.utils import NestedKey
 
 from torchrl.data.replay_buffers.samplers.prioritized import PrioritizedSampler
 from torchrl.data.tensor_specs import DEVICE_TYPING

@@ -30,7 +30,7 @@ from torchrl._td import fast_get
 from torchrl.envs.batched._buffers import Layout
 from torchrl.envs.batched._specs import first_difference, heterogeneous_key, stack_specs
 from torchrl.envs.common import EnvBase
-from torchrl.envs.env_creator import EnvCreator, EnvMetaData, get_env_metadata
+from torchrl.envs.env_creator import EnvMetaData, get_env_metadata
 
 __all__ = ["BatchedEnvBase"]
 

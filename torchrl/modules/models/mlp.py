@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from torchrl.modules.models.utils import _expand, _kwargs_list, create_on_device, LazyMapping
+from torchrl.modules.models.utils import _kwargs_list, create_on_device, LazyMapping
 
 __all__ = ["MLP"]
 

@@ -100,7 +100,6 @@ def find_start_stop_traj(
     inner_shape = tuple(data.shape[1:])
     data = data.reshape(rows, -1)
     flags = _ends_from_ids(data, at_capacity) if trajectory is not None else data.bool()
-    last_row = None
     if cursor is not None:
         if isinstance(cursor, range):
             cursor = cursor[-1] if len(cursor) else None
