@@ -65,7 +65,7 @@ def _bulk_random_actions(env, td: TensorDictBase, max_steps: int):
     if leaves is None or any(getattr(leaf, "mask", None) is not None for _, leaf in leaves):
         return None
     extra = td.batch_size[: td.batch_dims - len(env.batch_size)]
-    draws = [(key, leaf, leaf.rand(torch.Size((max_steps, *extra))).unbind(0)) for key, leaf in leaves]
+    draws = [(key, leaf, list(leaf.rand(torch.Size((max_steps, *extra))))) for key, leaf in leaves]
     step = [0]
 
     def act(data: TensorDictBase) -> TensorDictBase:

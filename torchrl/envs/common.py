@@ -302,9 +302,15 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         d = self.__dict__
         if d["_closed"]:
             self._check_open()
-        if tensordict.batch_size != d["_batch_size"]:
+        batch = tensordict.batch_size
+        if batch != d["_batch_size"]:
             self._check_batch(tensordict, "step")
-        self._check_actions(tensordict)
+            self._check_actions(tensordict)
+        else:  # the usual case: compare against the spec shapes directly
+            for key, full_shape in self._hot()[0]:
+                action = fast_get(tensordict, key)
+                if action is None or (full_shape is not None and action.shape != full_shape):
+                    self._check_actions(tensordict)  # raises with a full message
         if d["_run_type_checks"]:
             self._type_check(tensordict, self.full_action_spec, "step")
         next_td = self._step_output(tensordict)
@@ -321,15 +327,29 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
         """``_step`` plus the completions every env gets (done siblings, reward/done shapes)."""
         next_td = self._step(tensordict)
-        if not isinstance(next_td, TensorDictBase):
+        if type(next_td) is not TensorDict and not isinstance(next_td, TensorDictBase):
             raise TypeError(f"{type(self).__name__}._step must return a TensorDict, got {type(next_td).__name__}.")
+        hot = self._hot()
         self._fix_shapes(next_td)
-        self.done_structure.complete(next_td)
+        hot[2].complete(next_td)
         if self.__dict__["_run_type_checks"]:
             self._type_check(next_td, self.full_observation_spec, "step")
             self._type_check(next_td, self.full_reward_spec, "step")
             self._type_check(next_td, self.full_done_spec, "step")
         return next_td
+
+    def _hot(self) -> tuple:
+        """What every step needs, computed once while the specs are locked: ``(action checks with full
+        shapes, reward/done full shapes, done structure)``."""
+        hot = self.__dict__["_spec_cache"].get("_hot")
+        if hot is None:
+            batch = self.batch_size
+            actions = [(k, None if shape is None else batch + shape) for k, shape in self._action_checks()]
+            shapes = [(k, batch + shape) for k, shape in self._reward_done_shapes()]
+            hot = (actions, shapes, self.done_structure)
+            if self.__dict__.get("_specs_locked", False):
+                self.__dict__["_spec_cache"]["_hot"] = hot
+        return hot
 
     def _reward_done_shapes(self) -> list[tuple[NestedKey, torch.Size]]:
         def compute():
@@ -343,11 +363,14 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
     def _fix_shapes(self, next_td: TensorDictBase) -> None:
         """Reshapes rewards/dones returned without their trailing singleton dim (e.g. ``[B]`` for ``[B, 1]``)."""
         batch = next_td.batch_size
-        for key, event_shape in self._reward_done_shapes():
+        if batch == self.__dict__["_batch_size"]:
+            plan = self._hot()[1]
+        else:
+            plan = [(key, batch + event_shape) for key, event_shape in self._reward_done_shapes()]
+        for key, expected in plan:
             value = fast_get(next_td, key)
             if value is None:
                 continue
-            expected = batch + event_shape
             if value.shape != expected:
                 if value.numel() != expected.numel():
                     raise ValueError(

@@ -17,7 +17,8 @@ class Progress:
 
     With ``tqdm`` installed (the ``utils`` extra) and ``bar=True``, a progress bar whose rate is frames/s and
     whose postfix holds the latest training and evaluation returns. Otherwise one line every
-    ``line_every`` frames (and at the end): ``"<name> <frames>/<total> frames | <fps> f/s | return ... | eval ..."``.
+    ``line_every`` frames (and at the end), ``"<name> <frames>/<total> frames | <fps> f/s | return <r>"``, and
+    one per evaluation, ``"<name> <frames>/<total> frames | eval <r>"``.
 
     Args:
         total: frames the run will reach.
@@ -74,27 +75,32 @@ class Progress:
         return (self.frames - self._f0) / elapsed if elapsed > 0 else 0.0
 
     def update(self, frames: int, *, train_return: float | None = None, eval_return: float | None = None) -> None:
-        """Moves to ``frames`` (absolute count); the returns given replace the shown ones."""
+        """Moves to ``frames`` (absolute count); the returns given replace the shown ones. Without a bar, a
+        line is printed every ``line_every`` frames, and one for each evaluation result."""
         advance = int(frames) - self.frames
         self.frames = int(frames)
-        changed = False
         if train_return is not None:
-            self.train_return, changed = float(train_return), True
+            self.train_return = float(train_return)
         if eval_return is not None:
-            self.eval_return, changed = float(eval_return), True
+            self.eval_return = float(eval_return)
         if self._bar is not None:
-            if changed:
+            if train_return is not None or eval_return is not None:
                 self._bar.set_postfix_str(f"return {_fmt(self.train_return)} | eval {_fmt(self.eval_return)}",
                                           refresh=False)
             self._bar.update(advance)
+        elif eval_return is not None:
+            self._print(f"{self.name} {self.frames}/{self.total} frames | eval {_fmt(self.eval_return)}")
         elif self.frames >= self._next_line:
             self._line()
             self._next_line = (self.frames // self.line_every + 1) * self.line_every
 
     def _line(self) -> None:
         self._printed = self.frames
-        print(f"{self.name} {self.frames}/{self.total} frames | {self.fps:.0f} f/s | "
-              f"return {_fmt(self.train_return)} | eval {_fmt(self.eval_return)}", file=self.stream, flush=True)
+        self._print(f"{self.name} {self.frames}/{self.total} frames | {self.fps:.0f} f/s | "
+                    f"return {_fmt(self.train_return)}")
+
+    def _print(self, line: str) -> None:
+        print(line, file=self.stream, flush=True)
 
     def write(self, message: str) -> None:
         """Prints a message without breaking the bar."""

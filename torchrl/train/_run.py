@@ -99,9 +99,9 @@ class Run:
 
     ``Run(algo, cfg)`` reads the recipe config's common top-level keys: ``total_frames``, ``seed``,
     ``device`` (:attr:`device`; ``"auto"``: CUDA when available), ``threads`` (``torch.set_num_threads``;
-    0 keeps torch's default), ``logger`` (a :func:`get_logger`
-    type, ``""`` for none), ``output_dir`` (default ``"runs"``), ``resume`` (a run folder or checkpoint
-    file), ``progress`` (tqdm bar; plain lines without it), ``log_every`` (frames) and ``env.name``.
+    0 keeps torch's default), ``logger`` (a :func:`~torchrl.record.loggers.get_logger` type, ``""`` for
+    none), ``output_dir`` (default ``"runs"``), ``resume`` (a run folder or checkpoint file), ``progress``
+    (tqdm bar; plain lines without it), ``log_every`` (frames) and ``env.name``.
     It seeds torch/numpy/random, then creates ``<output_dir>/<algo>-<env>-<timestamp>/`` (or reopens the
     resumed run's folder) holding ``config.yaml``, the logger's files, ``curve.csv``, ``learning_curve.png``,
     ``checkpoint.pt`` and ``summary.json``.

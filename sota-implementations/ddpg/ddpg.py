@@ -1,0 +1,94 @@
+"""DDPG: deep deterministic policy gradient (Lillicrap et al., 2016, https://arxiv.org/abs/1509.02971).
+
+Reads top to bottom in data-flow order: env -> model -> collector -> replay buffer -> loss -> loop.
+Run it with ``torchrl-train ddpg [key=value ...]`` or ``python ddpg.py [key=value ...]`` (see config.yaml).
+"""
+from __future__ import annotations
+
+from torchrl import compile_with_warmup
+from torchrl.collectors import Collector
+from torchrl.data import LazyTensorStorage, TensorDictReplayBuffer
+from torchrl.objectives import DDPGLoss, SoftUpdate
+from torchrl.train import fast_adam, Run
+from utils import make_ddpg_agent, make_envs
+
+# What the loss reads: the rest of each collected frame is not stored.
+STORED_KEYS = ["observation", "action", ("next", "observation"), ("next", "reward"), ("next", "done"),
+               ("next", "terminated")]
+
+
+def main(cfg):
+    run = Run("ddpg", cfg)  # seeds, threads, run folder, logger, progress bar
+    device = run.device
+
+    # 1. Environments: training, and evaluation with the deterministic policy
+    train_env, eval_env = make_envs(cfg, device)
+
+    # 2. Model: deterministic actor, critic, actor + exploration noise
+    actor, critic, exploration_policy = make_ddpg_agent(cfg, train_env, device)
+
+    # 3. Collector: random actions for the first init_random_frames, then the noisy actor
+    collector = Collector(
+        train_env,
+        exploration_policy,
+        frames_per_batch=cfg.collector.frames_per_batch,
+        total_frames=cfg.total_frames,
+        init_random_frames=cfg.collector.init_random_frames,
+        device=device,
+    )
+
+    # 4. Replay buffer
+    buffer = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(cfg.buffer.size, device=device),
+        batch_size=cfg.buffer.batch_size,
+    )
+
+    # 5. Loss with target actor and critic, target updater, one Adam with a parameter group per network
+    loss = DDPGLoss(actor, critic, loss_function=cfg.loss.loss_function, delay_actor=True, delay_value=True)
+    loss.make_value_estimator(gamma=cfg.loss.gamma)
+    target_updater = SoftUpdate(loss, tau=cfg.loss.tau)
+    optimizer = fast_adam([
+        {"params": list(loss.actor_network_params.values(True, True)), "lr": cfg.optim.actor_lr},
+        {"params": list(loss.value_network_params.values(True, True)), "lr": cfg.optim.critic_lr},
+    ])
+
+    def update(sample):
+        losses = loss(sample)
+        # the actor term holds the critic's parameters out: one backward trains each network with its own loss
+        optimizer.zero_grad(set_to_none=True)
+        (losses["loss_actor"] + losses["loss_value"]).backward()
+        optimizer.step()
+        target_updater.step()
+        return losses
+
+    if cfg.compile:
+        update = compile_with_warmup(update, warmup=1)
+
+    # 6. Training loop (a resumed run continues from its checkpoint's frame count)
+    checkpoint = {"collector": collector, "loss": loss, "optimizer": optimizer}
+    if cfg.buffer.save_in_checkpoint:
+        checkpoint["buffer"] = buffer
+    frames = run.restore(**checkpoint)
+    updates_per_batch = max(1, round(cfg.collector.frames_per_batch * cfg.optim.utd_ratio))
+    losses = None
+    for batch in collector:
+        buffer.extend(batch.select(*STORED_KEYS).reshape(-1))
+        frames += batch.numel()
+        if len(buffer) >= cfg.collector.init_random_frames:
+            for _ in range(updates_per_batch):
+                losses = update(buffer.sample())
+        run.step(frames, batch, losses)
+        if run.due(cfg.eval_every):
+            run.evaluate(eval_env, actor, episodes=cfg.eval_episodes, max_steps=cfg.env.max_episode_steps)
+        if run.due(cfg.checkpoint_every):
+            run.save(**checkpoint)
+
+    collector.shutdown()
+    eval_env.close()
+    return run.finish()
+
+
+if __name__ == "__main__":
+    import hydra
+
+    hydra.main(config_path=".", config_name="config", version_base=None)(main)()
