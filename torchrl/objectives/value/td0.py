@@ -97,7 +97,11 @@ class TD0Estimator(ValueEstimatorBase):
     def _target(self, td, next_value, time_dim):
         reward, done, terminated = self._signals(td, next_value)
         self._check(None, next_value, reward, done, terminated)
-        return td0_return_estimate(self.gamma, next_value, reward, terminated)
+        gamma = self.gamma
+        if gamma.ndim == 0 and gamma.dtype == reward.dtype and terminated.dtype == torch.bool:
+            # the usual case, shapes checked above: the functional's formula without its argument checks
+            return reward + gamma * next_value.masked_fill(terminated, 0.0)
+        return td0_return_estimate(gamma, next_value, reward, terminated)
 
     def _estimate(self, td, value, next_value, time_dim):
         target = self._target(td, next_value, time_dim)
