@@ -96,7 +96,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--tag", default="", help="suffix of the result files (e.g. a variant's name)")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides passed to the recipe (after --)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
 
     seeds = [run_seed(args.algo, args.env, s, args, args.overrides) for s in args.seeds]

@@ -49,6 +49,8 @@ def main(cfg):
     else:
         raise ValueError(f"a2c: optim.optimizer={cfg.optim.optimizer!r}; expected 'rmsprop' or 'adam'.")
 
+    max_grad_norm = cfg.optim.max_grad_norm  # read once: config lookups are slow in a hot loop
+
     def update(batch):
         losses = loss(batch)
         total = losses["loss_objective"] + losses["loss_critic"]
@@ -56,8 +58,8 @@ def main(cfg):
             total = total + losses["loss_entropy"]
         optimizer.zero_grad(set_to_none=True)
         total.backward()
-        if cfg.optim.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(params, cfg.optim.max_grad_norm)
+        if max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
         optimizer.step()
         return losses
 

@@ -54,12 +54,14 @@ def main(cfg):
     params = list(loss.value_network_params.values(True, True))
     optimizer = fast_adam(params, lr=cfg.optim.lr)
 
+    max_grad_norm = cfg.optim.max_grad_norm  # read once: config lookups are slow in a hot loop
+
     def update(sample):
         losses = loss(sample)
         optimizer.zero_grad(set_to_none=True)
         losses["loss"].backward()
-        if cfg.optim.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(params, cfg.optim.max_grad_norm)
+        if max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
         optimizer.step()
         return losses
 

@@ -53,6 +53,8 @@ def main(cfg):
     params = list(loss.parameters())
     optimizer = fast_adam(params, lr=cfg.optim.lr, eps=1e-5)
 
+    max_grad_norm = cfg.optim.max_grad_norm  # read once: config lookups are slow in a hot loop
+
     def update(minibatch):
         losses = loss(minibatch)
         total = losses["loss_objective"] + losses["loss_critic"]
@@ -60,8 +62,8 @@ def main(cfg):
             total = total + losses["loss_entropy"]
         optimizer.zero_grad(set_to_none=True)
         total.backward()
-        if cfg.optim.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(params, cfg.optim.max_grad_norm)
+        if max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
         optimizer.step()
         return losses
 
