@@ -306,11 +306,15 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         if batch != d["_batch_size"]:
             self._check_batch(tensordict, "step")
             self._check_actions(tensordict)
-        else:  # the usual case: compare against the spec shapes directly
-            for key, full_shape in self._hot()[0]:
-                action = fast_get(tensordict, key)
-                if action is None or (full_shape is not None and action.shape != full_shape):
-                    self._check_actions(tensordict)  # raises with a full message
+        else:
+            actions = self._hot()[0]
+            if actions is None or type(tensordict) is not TensorDict:  # heterogeneous actions / lazy stacks
+                self._check_actions(tensordict)
+            else:  # the usual case: compare against the spec shapes directly
+                for key, full_shape in actions:
+                    action = fast_get(tensordict, key)
+                    if action is None or action.shape != full_shape:
+                        self._check_actions(tensordict)  # raises with a full message
         if d["_run_type_checks"]:
             self._type_check(tensordict, self.full_action_spec, "step")
         next_td = self._step_output(tensordict)
@@ -340,11 +344,13 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
 
     def _hot(self) -> tuple:
         """What every step needs, computed once while the specs are locked: ``(action checks with full
-        shapes, reward/done full shapes, done structure)``."""
+        shapes or None, reward/done full shapes, done structure)``."""
         hot = self.__dict__["_spec_cache"].get("_hot")
         if hot is None:
             batch = self.batch_size
-            actions = [(k, None if shape is None else batch + shape) for k, shape in self._action_checks()]
+            checks = self._action_checks()
+            # None: some action is heterogeneous (lazily stacked), checked by _check_actions
+            actions = None if any(shape is None for _, shape in checks) else [(k, batch + shape) for k, shape in checks]
             shapes = [(k, batch + shape) for k, shape in self._reward_done_shapes()]
             hot = (actions, shapes, self.done_structure)
             if self.__dict__.get("_specs_locked", False):
