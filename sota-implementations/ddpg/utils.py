@@ -3,13 +3,11 @@ policy (Gaussian or Ornstein-Uhlenbeck noise)."""
 from __future__ import annotations
 
 from tensordict.nn import TensorDictModule, TensorDictSequential
-from torch import nn
 
 from torchrl.envs import InitTracker
 from torchrl.modules import AdditiveGaussianModule, MLP, OrnsteinUhlenbeckProcessModule, TanhModule, ValueOperator
-from torchrl.train import make_env, NATIVE_ENVS
+from torchrl.train import ACTIVATIONS, make_env, NATIVE_ENVS
 
-ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "silu": nn.SiLU}
 NOISES = ("gaussian", "ou")
 
 

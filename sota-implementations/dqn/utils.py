@@ -1,34 +1,19 @@
 """Builders for the DQN recipe: train/eval envs and the Q-network with its epsilon-greedy policy."""
 from __future__ import annotations
 
-from functools import partial
-
 from tensordict.nn import TensorDictSequential
-from torch import nn
 
-from torchrl.envs import SerialEnv
 from torchrl.modules import EGreedyModule, MLP, QValueActor
-from torchrl.train import make_env
-
-ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "silu": nn.SiLU}
-
-
-def make_batched_env(cfg, num_envs, seed, device):
-    """``num_envs`` copies of the configured env stepped together (a :class:`~torchrl.envs.SerialEnv`; a single
-    env when ``num_envs`` is 1), each with the recipes' standard transforms (time limit, ``RewardSum``)."""
-    build = partial(make_env, cfg.env.name, max_episode_steps=cfg.env.max_episode_steps, device=device)
-    if num_envs == 1:
-        return build(seed=seed)
-    env = SerialEnv(num_envs, build, device=device)
-    env.set_seed(seed)
-    return env
+from torchrl.train import ACTIVATIONS, make_batched_env
 
 
 def make_envs(cfg, device):
     """The training envs (``env.num_envs`` of them) and the evaluation envs (``eval_episodes`` of them, so one
     rollout plays every evaluation episode)."""
-    train_env = make_batched_env(cfg, cfg.env.num_envs, cfg.seed, device)
-    eval_env = make_batched_env(cfg, cfg.eval_episodes, cfg.seed + 1_000_000, device)
+    name, steps = cfg.env.name, cfg.env.max_episode_steps
+    train_env = make_batched_env(name, cfg.env.num_envs, seed=cfg.seed, max_episode_steps=steps, device=device)
+    eval_env = make_batched_env(name, cfg.eval_episodes, seed=cfg.seed + 1_000_000, max_episode_steps=steps,
+                                device=device)
     return train_env, eval_env
 
 

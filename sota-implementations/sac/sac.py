@@ -5,8 +5,6 @@ Run it with ``torchrl-train sac [key=value ...]`` or ``python sac.py [key=value 
 """
 from __future__ import annotations
 
-import torch
-
 from torchrl import compile_with_warmup
 from torchrl.collectors import Collector
 from torchrl.data import LazyTensorStorage, TensorDictReplayBuffer

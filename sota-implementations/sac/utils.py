@@ -1,15 +1,11 @@
 """Builders for the SAC recipe: train/eval envs and the actor / Q-network pair."""
 from __future__ import annotations
 
-import torch
 from tensordict.nn import NormalParamExtractor, TensorDictModule
 from torch import nn
 
 from torchrl.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
-from torchrl.train import make_env, NATIVE_ENVS
-
-ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "silu": nn.SiLU}
-
+from torchrl.train import ACTIVATIONS, make_env, NATIVE_ENVS
 
 def make_envs(cfg, device):
     """The training env and the evaluation env (a batch of ``eval_episodes`` pendulums for the native env,

@@ -3,13 +3,9 @@ exploration policy."""
 from __future__ import annotations
 
 from tensordict.nn import TensorDictModule, TensorDictSequential
-from torch import nn
 
 from torchrl.modules import AdditiveGaussianModule, MLP, TanhModule, ValueOperator
-from torchrl.train import make_env, NATIVE_ENVS
-
-ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "silu": nn.SiLU}
-
+from torchrl.train import ACTIVATIONS, make_env, NATIVE_ENVS
 
 def make_envs(cfg, device):
     """The training env and the evaluation env (a batch of ``eval_episodes`` pendulums for the native env)."""

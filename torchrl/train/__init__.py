@@ -44,7 +44,10 @@ Public names:
 - :class:`Run` (``_run.py``): run folder, logger (:func:`~torchrl.record.loggers.get_logger`), progress,
   deterministic evaluation, checkpoint/resume, learning curve, summary; :func:`print_summary`.
 - :func:`make_env` (``_env.py``): a native env (:data:`NATIVE_ENVS`) or gymnasium id with time limit,
-  float32 observations and ``RewardSum``.
+  float32 observations and ``RewardSum``; :func:`make_batched_env` (several of them stepped together) and
+  :func:`normalize_observations` (``VecNorm`` on a train env, its frozen copy on the eval env).
+- :data:`ACTIVATIONS`, :func:`make_actor_critic` (``_models.py``): activation names of the recipe configs,
+  PPO's and A2C's actor (categorical or tanh-Gaussian) and critic.
 - :func:`evaluate` (``_eval.py``): episode returns of a policy in deterministic mode.
 - :class:`Progress` (``_progress.py``): tqdm bar over frames, or periodic lines without tqdm.
 - :class:`LearningCurve`, :func:`read_curve`, :func:`plot_learning_curves` (``_curve.py``): ``curve.csv``
@@ -58,8 +61,9 @@ hydra, tqdm and matplotlib (the ``utils`` extra) are imported inside the functio
 from __future__ import annotations
 
 from torchrl.train._curve import CURVE_COLUMNS, LearningCurve, plot_learning_curves, read_curve
-from torchrl.train._env import make_env, NATIVE_ENVS
+from torchrl.train._env import make_batched_env, make_env, NATIVE_ENVS, normalize_observations
 from torchrl.train._eval import evaluate
+from torchrl.train._models import ACTIVATIONS, make_actor_critic
 from torchrl.train._optim import fast_adam
 from torchrl.train._progress import Progress
 from torchrl.train._run import CHECKPOINT_NAME, print_summary, Run
@@ -75,6 +79,7 @@ from torchrl.train.cli import (
 )
 
 __all__ = [
+    "ACTIVATIONS",
     "CHECKPOINT_NAME",
     "CURVE_COLUMNS",
     "DEFAULT_RECIPE",
@@ -89,7 +94,10 @@ __all__ = [
     "find_recipe",
     "load_recipe",
     "main",
+    "make_actor_critic",
+    "make_batched_env",
     "make_env",
+    "normalize_observations",
     "plot_learning_curves",
     "print_summary",
     "read_curve",

@@ -3,15 +3,25 @@ float32 observations, episode returns)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import torch
 
+from torchrl.envs.batched_envs import SerialEnv
 from torchrl.envs.common import EnvBase
 from torchrl.envs.custom.pendulum import PendulumEnv
 from torchrl.envs.libs.gym import GymEnv
-from torchrl.envs.transforms import Compose, DoubleToFloat, RewardSum, StepCounter, Transform, TransformedEnv
+from torchrl.envs.transforms import (
+    Compose,
+    DoubleToFloat,
+    RewardSum,
+    StepCounter,
+    Transform,
+    TransformedEnv,
+    VecNorm,
+)
 
-__all__ = ["NATIVE_ENVS", "make_env"]
+__all__ = ["NATIVE_ENVS", "make_batched_env", "make_env", "normalize_observations"]
 
 #: Envs built without a simulator, by name (everything else is a gymnasium id).
 NATIVE_ENVS: dict[str, type[EnvBase]] = {"PendulumEnv": PendulumEnv}
@@ -60,3 +70,50 @@ def make_env(name: str, *, seed: int | None = None, max_episode_steps: int | Non
     if any(spec.dtype == torch.float64 for spec in base.observation_spec.values(True, True)):
         steps.append(DoubleToFloat())
     return TransformedEnv(base, Compose(*steps, *transforms, RewardSum()))
+
+
+def make_batched_env(name: str, num_envs: int, *, seed: int | None = None, max_episode_steps: int | None = None,
+                     device=None) -> EnvBase:
+    """``num_envs`` copies of :func:`make_env`'s env stepped together.
+
+    A native env is batched natively (``batch_size=[num_envs]``); a gymnasium env becomes a
+    :class:`~torchrl.envs.SerialEnv` of ``num_envs`` wrapped envs (a single env when ``num_envs`` is 1).
+
+    Examples:
+        >>> env = make_batched_env("PendulumEnv", 4, seed=0, max_episode_steps=200)
+        >>> env.rollout(3).shape
+        torch.Size([4, 3])
+    """
+    if name in NATIVE_ENVS:
+        return make_env(name, seed=seed, max_episode_steps=max_episode_steps, batch_size=num_envs, device=device)
+    build = partial(make_env, name, max_episode_steps=max_episode_steps, device=device)
+    if num_envs == 1:
+        return build(seed=seed)
+    env = SerialEnv(num_envs, build, device=device)
+    if seed is not None:
+        env.set_seed(seed)
+    return env
+
+
+def normalize_observations(train_env: EnvBase, eval_env: EnvBase) -> tuple[TransformedEnv, TransformedEnv]:
+    """Appends a :class:`~torchrl.envs.VecNorm` of ``"observation"`` to ``train_env`` and a frozen copy of it
+    (same running statistics, never updated) to ``eval_env``; returns both envs.
+
+    Examples:
+        >>> train, test = normalize_observations(make_env("PendulumEnv", max_episode_steps=10),
+        ...                                      make_env("PendulumEnv", max_episode_steps=10))
+        >>> _ = train.rollout(10)
+        >>> bool((test.transform[-1].loc == train.transform[-1].loc).all())
+        True
+    """
+    vecnorm = VecNorm(in_keys=["observation"], decay=0.99999)
+    train_env = _append(train_env, vecnorm)
+    train_env.observation_spec  # noqa: B018 - building the specs creates the statistics the copy shares
+    return train_env, _append(eval_env, vecnorm.frozen_copy())
+
+
+def _append(env: EnvBase, transform: Transform) -> TransformedEnv:
+    if isinstance(env, TransformedEnv):
+        env.append_transform(transform)
+        return env
+    return TransformedEnv(env, transform)

@@ -184,8 +184,12 @@ def td0_return_estimate(
         warn_once(f"{fname}: the keyword 'done' is deprecated; pass 'terminated' instead.")
         terminated = done
     shape = _check_tensors(fname, next_state_value=next_state_value, reward=reward, terminated=terminated)
-    gamma = _coef(fname, "gamma", gamma, shape, _dtype(reward))
-    return reward + gamma * torch.where(_flag(terminated), 0.0, next_state_value)
+    return _td0(_coef(fname, "gamma", gamma, shape, _dtype(reward)), next_state_value, reward, terminated)
+
+
+def _td0(gamma, next_state_value: torch.Tensor, reward: torch.Tensor, terminated: torch.Tensor) -> torch.Tensor:
+    """The TD(0) formula on checked arguments (same shapes; ``gamma`` a float or a broadcastable tensor)."""
+    return reward + gamma * next_state_value.masked_fill(_flag(terminated), 0.0)
 
 
 def td0_advantage_estimate(

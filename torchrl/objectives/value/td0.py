@@ -7,7 +7,7 @@ from tensordict.nn import TensorDictModule, dispatch
 
 from torchrl.objectives.utils import ValueEstimators, register_value_estimator
 from torchrl.objectives.value.estimator_base import ValueEstimatorBase
-from torchrl.objectives.value.functional import td0_return_estimate
+from torchrl.objectives.value.functional import _td0, td0_return_estimate
 
 __all__ = ["TD0Estimator"]
 
@@ -98,9 +98,8 @@ class TD0Estimator(ValueEstimatorBase):
         reward, done, terminated = self._signals(td, next_value)
         self._check(None, next_value, reward, done, terminated)
         gamma = self.gamma
-        if gamma.ndim == 0 and gamma.dtype == reward.dtype and terminated.dtype == torch.bool:
-            # the usual case, shapes checked above: the functional's formula without its argument checks
-            return reward + gamma * next_value.masked_fill(terminated, 0.0)
+        if gamma.ndim == 0 and gamma.dtype == reward.dtype:  # the usual case: shapes are checked above
+            return _td0(gamma, next_value, reward, terminated)
         return td0_return_estimate(gamma, next_value, reward, terminated)
 
     def _estimate(self, td, value, next_value, time_dim):
