@@ -2,8 +2,8 @@
 
 ``make_actor(policy, env, ...)`` returns ``(act, module)``: ``act(td) -> td`` writes the actions into
 ``td``; ``module`` is the ``nn.Module`` whose weights updates target (``None`` for random actions or plain
-callables). Plain ``TensorDictModule`` policies get a direct call path (their wrapped module on the input
-entries, outputs written back) that skips the generic dispatch; anything unusual takes the public call.
+callables). Plain ``TensorDictModule`` policies get a direct call path (:mod:`torchrl._fast_call`) that skips the
+generic dispatch; anything unusual takes the public call.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictModuleBase
 from torch import nn
 
-from torchrl._td import fast_get, fast_set
+from torchrl._fast_call import direct_module_call
 
 __all__ = ["make_actor", "wrap_policy", "module_device"]
 
@@ -83,41 +83,6 @@ def wrap_policy(policy: Any, env, *, trust_policy: bool) -> Any:
     return TensorDictModule(policy, in_keys=in_keys, out_keys=list(env.action_keys))
 
 
-def _fast_module_call(policy: TensorDictModule) -> Callable | None:
-    """A direct call for a plain ``TensorDictModule`` (``None`` when its semantics need the full call)."""
-    if type(policy) is not TensorDictModule:
-        return None
-    if policy.inplace is not True or policy._kwargs is not None or policy.method is not None or policy.method_kwargs:
-        return None
-    if policy._forward_hooks or policy._forward_pre_hooks or getattr(policy, "_forward_hooks_with_kwargs", None):
-        return None
-    in_keys = [k if isinstance(k, str) else tuple(k) for k in policy.in_keys]
-    out_keys = [k if isinstance(k, str) else tuple(k) for k in policy.out_keys]
-    if list(policy.out_keys_source) != list(policy.out_keys) or "_" in out_keys:
-        return None
-    inner = policy.module
-    n_out = len(out_keys)
-    single = out_keys[0] if n_out == 1 else None
-
-    def call(td: TensorDictBase) -> TensorDictBase:
-        inputs = [fast_get(td, k) for k in in_keys]
-        if any(x is None for x in inputs):
-            return policy(td)  # the public call raises the informative KeyError
-        out = inner(*inputs)
-        if type(out) is torch.Tensor:
-            if single is None:
-                raise RuntimeError(f"{policy}: the module returned one tensor for out_keys {out_keys}.")
-            fast_set(td, single, out)
-            return td
-        if type(out) is tuple and len(out) == n_out and all(type(o) is torch.Tensor for o in out):
-            for key, value in zip(out_keys, out):
-                fast_set(td, key, value)
-            return td
-        return policy._write_to_tensordict(td, out if isinstance(out, tuple) else (out,))
-
-    return call
-
-
 def make_actor(
     policy: Any,
     env,
@@ -140,7 +105,7 @@ def make_actor(
     if policy_device is not None and current is not None and current != policy_device:
         policy = copy.deepcopy(policy).to(policy_device)
         module = policy
-    fast = _fast_module_call(policy) if isinstance(policy, TensorDictModule) else None
+    fast = direct_module_call(policy)
     base = fast if fast is not None else _generic_call(policy)
     cast_in = policy_device is not None and policy_device != env_device
     if not cast_in:

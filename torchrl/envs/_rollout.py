@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable
 import torch
 from tensordict import LazyStackedTensorDict, TensorDictBase
 
+from torchrl._fast_call import direct_module_call
 from torchrl._td import any_true, fast_get, fast_set, stack_tds
 
 __all__ = ["rollout"]
@@ -133,10 +134,12 @@ def rollout(
             return data.to(env_device) if env_device is not None else data
 
     else:
+        act = direct_module_call(policy)
+        if act is None:
 
-        def act(data: TensorDictBase) -> TensorDictBase:
-            result = policy(data)
-            return data if result is None else result
+            def act(data: TensorDictBase) -> TensorDictBase:
+                result = policy(data)
+                return data if result is None else result
 
     done_keys = _done_keys_for_break(env)
     steps: list[TensorDictBase] = []

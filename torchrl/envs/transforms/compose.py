@@ -67,6 +67,7 @@ class Compose(Transform):
 
     def _changed(self) -> None:
         self.__dict__["_inverse_flag"] = None
+        self.__dict__["_sequence"] = None
         for t in self.transforms:
             t.reset_parent()
         container = self.__dict__["_container"]
@@ -142,8 +143,15 @@ class Compose(Transform):
             tensordict = t(tensordict)
         return tensordict
 
+    def _sequence_cached(self) -> tuple[Transform, ...]:
+        """The transforms as a tuple, rebuilt after each change (iterating a ModuleList costs more per step)."""
+        seq = self.__dict__.get("_sequence")
+        if seq is None:
+            seq = self.__dict__["_sequence"] = tuple(self.transforms)
+        return seq
+
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        for t in self.transforms:
+        for t in self._sequence_cached():
             next_tensordict = t._step(tensordict, next_tensordict)
         return next_tensordict
 

@@ -121,24 +121,35 @@ class StepCounter(Transform):
             fast_set(tensordict_reset, g.count, restart_where_reset(tensordict, g.reset, previous, fresh))
         return tensordict_reset
 
+    def _constants(self, device) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(1, max_steps)`` as 0-dim int64 tensors on ``device``: tensor operands cost less per step than
+        Python scalars, which torch wraps anew on every call."""
+        cache = self.__dict__.setdefault("_const_cache", {})
+        consts = cache.get(device)
+        if consts is None:
+            one = torch.ones((), dtype=torch.int64, device=device)
+            limit = None if self.max_steps is None else torch.tensor(self.max_steps, dtype=torch.int64, device=device)
+            consts = cache[device] = (one, limit)
+        return consts
+
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        max_steps = self.max_steps
         for g in self._get_groups():
             count = fast_get(tensordict, g.count, None)
             if count is None:
                 done = fast_get(next_tensordict, g.done)
                 count = torch.zeros(done.shape, dtype=torch.int64, device=done.device)
-            count = count + 1
+            one, limit = self._constants(count.device)
+            count = count.add(one)
             fast_set(next_tensordict, g.count, count)
-            if max_steps is not None:
-                truncated = count >= max_steps
+            if limit is not None:
+                truncated = count.ge(limit)  # a fresh tensor: safe to update in place
                 previous = fast_get(next_tensordict, g.truncated, None)
                 if previous is not None:
-                    truncated = truncated | previous
+                    truncated.logical_or_(previous)
                 fast_set(next_tensordict, g.truncated, truncated)
                 if self.update_done:
                     done = fast_get(next_tensordict, g.done, None)
-                    fast_set(next_tensordict, g.done, truncated if done is None else done | truncated)
+                    fast_set(next_tensordict, g.done, truncated if done is None else done.logical_or(truncated))
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:

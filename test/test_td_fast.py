@@ -1,0 +1,79 @@
+"""The fast TensorDict helpers of ``torchrl._td`` agree with tensordict's public API on every route."""
+import pytest
+import torch
+from tensordict import LazyStackedTensorDict, TensorDict
+
+from torchrl._td import any_true, fast_get, fast_set, new_td, shallow_dict, stack_tds
+
+
+def _nested():
+    return TensorDict(
+        {"a": torch.arange(6.0).view(3, 2), "sub": TensorDict({"b": torch.ones(3, 4), "c": torch.zeros(3, 4, 2)}, [3, 4])},
+        [3],
+    )
+
+
+@pytest.mark.parametrize("key", ["a", ("a",), ("sub", "b"), ("sub", "c"), "missing", ("sub", "missing"), ("nope", "b")])
+def test_fast_get_matches_public_get(key):
+    td = _nested()
+    expected = td.get(key, None)
+    got = fast_get(td, key)
+    if expected is None:
+        assert got is None
+        assert fast_get(td, key, "default") == "default"
+    else:
+        assert got is expected
+
+
+def test_fast_get_on_lazy_stack_takes_the_public_route():
+    lazy = LazyStackedTensorDict.lazy_stack([_nested(), _nested()], 0)
+    torch.testing.assert_close(fast_get(lazy, ("sub", "b")), lazy.get(("sub", "b")))
+    assert fast_get(lazy, "missing", None) is None
+
+
+def test_fast_set_matches_public_set():
+    td, ref = _nested(), _nested()
+    value = torch.full((3, 5), 2.0)
+    fast_set(td, "new", value)
+    ref.set("new", value)
+    fast_set(td, ("sub", "b"), torch.full((3, 4), 7.0))
+    ref.set(("sub", "b"), torch.full((3, 4), 7.0))
+    assert (td == ref).all()
+    assert td.get("new") is value
+
+
+def test_new_td_and_shallow_dict():
+    source = {"x": torch.zeros(2, 3)}
+    td = new_td(source, torch.Size([2]))
+    assert td.batch_size == (2,) and td.get("x") is source["x"]
+    copy = shallow_dict(td)
+    copy["y"] = torch.ones(2)
+    assert "y" not in td.keys()
+    assert shallow_dict(LazyStackedTensorDict.lazy_stack([td, td])) is None
+
+
+def test_any_true():
+    assert any_true(torch.tensor([True])) and not any_true(torch.tensor([False]))
+    assert any_true(torch.tensor([False, True])) and not any_true(torch.zeros(3, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_stack_tds_matches_torch_stack(dim):
+    tds = [_nested().apply(lambda t: t + i) for i in range(4)]
+    shared = torch.randn(3, 2)
+    for td in tds:
+        td.set("shared", shared)  # the very same tensor in every element: expanded then copied once
+    ours, ref = stack_tds(tds, dim), torch.stack(tds, dim)
+    assert ours.batch_size == ref.batch_size and ours["sub"].batch_size == ref["sub"].batch_size
+    assert (ours == ref).all()
+    ours.get("shared")[0].zero_()  # a real copy, not a view of the shared input
+    assert shared.abs().sum() > 0
+
+
+def test_stack_tds_falls_back_on_mismatched_structures():
+    a, b = _nested(), _nested()
+    b.set("extra", torch.zeros(3))
+    with pytest.raises(RuntimeError):
+        torch.stack([a, b], 0)
+    with pytest.raises(RuntimeError):
+        stack_tds([a, b], 0)  # same error as tensordict's own stack, raised by the fallback
