@@ -18,10 +18,11 @@ from torch.nn.modules import module as _torch_module
 
 from torchrl._td import fast_get, fast_set
 
-__all__ = ["direct_module_call"]
+__all__ = ["direct_module_call", "hooked", "plain_parts"]
 
 
-def _hooked(module) -> bool:
+def hooked(module) -> bool:
+    """Whether a forward hook (on ``module`` or global) would run when ``module`` is called."""
     return bool(
         module._forward_hooks
         or module._forward_pre_hooks
@@ -31,28 +32,37 @@ def _hooked(module) -> bool:
     )
 
 
+def plain_parts(policy) -> tuple[torch.nn.Module, list, list] | None:
+    """``(network, in_keys, out_keys)`` of a ``TensorDictModule`` whose call is exactly "read the in_keys,
+    call the network, write the out_keys in place" (no hooks, no keyword dispatch); ``None`` otherwise."""
+    if type(policy) is not TensorDictModule:
+        return None
+    if policy.inplace is not True or policy._kwargs is not None or policy.method is not None or policy.method_kwargs:
+        return None
+    if getattr(policy, "_get_kwargs", None) or hooked(policy):
+        return None
+    in_keys = [k if isinstance(k, str) else tuple(k) for k in policy.in_keys]
+    out_keys = [k if isinstance(k, str) else tuple(k) for k in policy.out_keys]
+    if list(policy.out_keys_source) != list(policy.out_keys) or "_" in out_keys:
+        return None
+    return policy.module, in_keys, out_keys
+
+
 def direct_module_call(policy) -> Callable[[TensorDictBase], TensorDictBase] | None:
     """``call(td) -> td`` equivalent to ``policy(td)``, or ``None`` when ``policy`` needs its full call.
 
     The returned function falls back to ``policy(td)`` per call for anything but a plain ``TensorDict``
     holding every input, outside skip-existing mode, with no hook registered since.
     """
-    if type(policy) is not TensorDictModule:
+    parts = plain_parts(policy)
+    if parts is None:
         return None
-    if policy.inplace is not True or policy._kwargs is not None or policy.method is not None or policy.method_kwargs:
-        return None
-    if getattr(policy, "_get_kwargs", None) or _hooked(policy):
-        return None
-    in_keys = [k if isinstance(k, str) else tuple(k) for k in policy.in_keys]
-    out_keys = [k if isinstance(k, str) else tuple(k) for k in policy.out_keys]
-    if list(policy.out_keys_source) != list(policy.out_keys) or "_" in out_keys:
-        return None
-    inner = policy.module
+    inner, in_keys, out_keys = parts
     n_out = len(out_keys)
     single = out_keys[0] if n_out == 1 else None
 
     def call(td: TensorDictBase) -> TensorDictBase:
-        if type(td) is not TensorDict or skip_existing() or _hooked(policy):
+        if type(td) is not TensorDict or skip_existing() or hooked(policy):
             return policy(td)
         inputs = [fast_get(td, k) for k in in_keys]
         if any(x is None for x in inputs):

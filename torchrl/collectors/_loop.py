@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import operator
 from itertools import compress, repeat
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
@@ -274,6 +274,9 @@ class Stacker:
         return result
 
 
+_NO_POLICY = object()  # StepLoop(policy=...) not given: the env's column-wise loop is not used
+
+
 class StepLoop:
     """The collection state of one env: the next input, the trajectory ids, and the step loop.
 
@@ -289,9 +292,10 @@ class StepLoop:
     """
 
     def __init__(self, env, act: Callable, *, track_traj_ids: bool = True, reset_when_done: bool = True,
-                 set_truncated: bool = False) -> None:
+                 set_truncated: bool = False, policy: Any = _NO_POLICY) -> None:
         self.env = env
         self.act = act
+        self.policy = policy  # what ``act`` calls, for the env's column-wise loop (_NO_POLICY: not known)
         self.track = track_traj_ids
         self.reset_when_done = reset_when_done
         self.set_truncated = set_truncated
@@ -376,10 +380,49 @@ class StepLoop:
             nxt.set(group.truncated, truncated)
             nxt.set(group.done, done | truncated)
 
+    def _column_loop(self, act: Callable | None):
+        """The env's column-wise loop for this batch's actions (``None``: use the generic loop)."""
+        if not self.reset_when_done:
+            return None
+        env = self.env
+        if act is None:
+            if self.policy is _NO_POLICY:
+                return None
+            columns = env._column_loop(self.policy)
+        elif act == env.rand_action:
+            columns = env._column_loop(None)
+        else:
+            return None
+        return columns if columns is not None and columns.accepts(self.td) else None
+
+    def _run_columns(self, columns, steps: int) -> TensorDictBase:
+        batch, self.td, ends = columns.run(
+            self.td, steps, reset=self.env.reset, truncate_last=self.set_truncated, reset_cut=True
+        )
+        ids, out_ids, j = self.ids, [], 0
+        for t in range(steps):
+            out_ids.append(ids)
+            if j < len(ends) and ends[j] == t:
+                if self.track:
+                    ids = self._renew(ids, None)
+                j += 1
+        self.ids = ids
+        out = self.out
+        if out is not None:
+            try:
+                out.update_(batch)
+                batch = out
+            except (KeyError, RuntimeError, ValueError):  # another structure: the caller re-plans its buffers
+                pass
+        return self._with_traj_ids(batch, out_ids, steps)
+
     def run(self, steps: int, act: Callable | None = None) -> TensorDictBase:
         """Collects ``steps`` steps of every sub-env; returns them stacked (batch ``(*env.batch_size, steps)``)."""
         if self.td is None:
             self.reset()
+        columns = self._column_loop(act)
+        if columns is not None:
+            return self._run_columns(columns, steps)
         env = self.env
         act = act or self.act
         step, step_mdp, any_done, reset = env.step, env.step_mdp, env.any_done, env.reset
@@ -412,9 +455,12 @@ class StepLoop:
                     ids = self._renew(ids, end)
             td = nxt
         self.td, self.ids = td, ids
+        batch = self.stacker.stack(out_steps, self.ndim, out=self.out)
+        return self._with_traj_ids(batch, out_ids, steps)
+
+    def _with_traj_ids(self, batch: TensorDictBase, out_ids: list, steps: int) -> TensorDictBase:
         out = self.out
-        batch = self.stacker.stack(out_steps, self.ndim, out=out)
-        if track:
+        if self.track:
             target = None
             if batch is out and out is not None:
                 target = fast_get(out, ("collector", "traj_ids"))

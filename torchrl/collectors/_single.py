@@ -14,7 +14,7 @@ from torch import nn
 from torchrl._deprecation import rename_kwargs
 from torchrl._exploration import ExplorationType, set_exploration_type
 from torchrl.collectors._base import BaseCollector
-from torchrl.collectors._loop import StepLoop
+from torchrl.collectors._loop import _NO_POLICY, StepLoop
 from torchrl.collectors._policy import _generic_call, make_actor
 from torchrl.collectors._profile import RolloutProfiler
 from torchrl.collectors.weight_update import VanillaWeightUpdater, WeightUpdaterBase, as_weights
@@ -264,8 +264,10 @@ class Collector(BaseCollector):
         self.extend_buffer = extend_buffer
         self.use_buffers = use_buffers
         self.track_policy_version = track_policy_version
+        # the env may step column-wise when the loop calls the policy as is (no compile, no device casts)
+        direct = not compile_policy and (policy_device is None or policy_device == env.device)
         self._loop = StepLoop(env, act, track_traj_ids=track_traj_ids, reset_when_done=reset_when_done,
-                              set_truncated=set_truncated)
+                              set_truncated=set_truncated, policy=wrapped if direct else _NO_POLICY)
         self.set_truncated = set_truncated
         self._profiler: RolloutProfiler | None = None
         self._setup_updater(weight_updater, module, policy)

@@ -528,6 +528,15 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
 
     rand_action.bulk_safe = True  # rollouts may pre-draw these actions (see _rollout._bulk_random_actions)
 
+    def _column_loop(self, policy) -> Any:
+        """A column-wise step loop for this env and ``policy`` (``None``: random actions), or ``None``.
+
+        Envs whose steps can be run without per-step TensorDicts return an object with ``accepts(td)`` and
+        ``run(td, steps, ...)`` (see :class:`torchrl.envs.libs._gym_columns.GymColumns`); rollouts and
+        collectors use it when it applies. The default is ``None``: the generic step loop.
+        """
+        return None
+
     def _random_action_leaves(self):
         leaves = list(self.full_action_spec.items(True, True))
         return None if any(-1 in leaf.shape for _, leaf in leaves) else leaves

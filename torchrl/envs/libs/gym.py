@@ -17,8 +17,10 @@ from tensordict import TensorDictBase
 
 from torchrl._td import fast_get, new_td
 from torchrl.data.tensor_specs import Bounded, Categorical, Composite, Unbounded
+from torchrl.envs.common import EnvBase
 from torchrl.envs.gym_like import GymLikeEnv
 from torchrl.envs.libs._gym_backend import gym_backend, lib_version, library_of, set_gym_backend
+from torchrl.envs.libs._gym_columns import GymColumns
 from torchrl.envs.libs._gym_specs import gym_space_to_spec, register_gym_spec_conversion
 from torchrl.envs.libs._gym_utils import action_writer, obs_reader, space_kind
 from torchrl.envs.libs._gym_vec import VecAutoreset, gymnasium_disabled_autoreset, is_vector_env
@@ -270,6 +272,17 @@ class GymWrapper(GymLikeEnv):
         if (d["_validated"] or d["_fast_encoding"]) and not d["_run_type_checks"]:
             return self._step(tensordict)
         return super()._step_output(tensordict)
+
+    def _column_loop(self, policy):
+        cls = type(self)
+        untouched = (
+            cls._step is GymWrapper._step
+            and cls._step_output is GymWrapper._step_output
+            and cls.step is EnvBase.step
+            and cls.step_and_maybe_reset is EnvBase.step_and_maybe_reset
+            and cls.step_mdp is EnvBase.step_mdp
+        )
+        return GymColumns.plan(self, policy) if untouched else None
 
     def read_action(self, action):
         """The action as the wrapped env expects it (``int`` for ``Discrete``, numpy arrays otherwise)."""

@@ -189,7 +189,10 @@ def td0_return_estimate(
 
 def _td0(gamma, next_state_value: torch.Tensor, reward: torch.Tensor, terminated: torch.Tensor) -> torch.Tensor:
     """The TD(0) formula on checked arguments (same shapes; ``gamma`` a float or a broadcastable tensor)."""
-    return reward + gamma * next_state_value.masked_fill(_flag(terminated), 0.0)
+    bootstrap = next_state_value.masked_fill(_flag(terminated), 0.0)
+    if type(gamma) is float:
+        return reward.add(bootstrap, alpha=gamma)  # one fused multiply-add
+    return reward + gamma * bootstrap
 
 
 def td0_advantage_estimate(

@@ -99,6 +99,8 @@ class TD0Estimator(ValueEstimatorBase):
         self._check(None, next_value, reward, done, terminated)
         gamma = self.gamma
         if gamma.ndim == 0 and gamma.dtype == reward.dtype:  # the usual case: shapes are checked above
+            if gamma.device.type == "cpu" and not gamma.requires_grad and not torch.compiler.is_compiling():
+                gamma = gamma.item()  # a host scalar: no device sync, and TD(0) becomes one fused op
             return _td0(gamma, next_value, reward, terminated)
         return td0_return_estimate(gamma, next_value, reward, terminated)
 

@@ -1,0 +1,258 @@
+"""Column-wise stepping of a single gym env: the hot loop of rollouts and collectors without per-step TensorDicts.
+
+A generic step builds a ``"next"`` TensorDict from the gym outputs, writes it into the step's TensorDict,
+and ``step_mdp`` builds the next root TensorDict; the trajectory is stacked at the end. For one
+(non-vectorized) gym env driven by random actions or by a plain ``TensorDictModule`` (see
+:func:`torchrl._fast_call.plain_parts`), all of that can be replaced by appending the step's values to
+Python lists and building each stacked entry once: the loop then costs little more than the raw
+``env.step`` + network loop. :class:`GymColumns` is that loop. It produces exactly the TensorDict the
+generic path produces (same keys, shapes, dtypes and values; ``test/envs/test_gym_columns.py`` compares
+both on the same seeds) and is only used when every condition for that holds:
+
+- the env is a :class:`~torchrl.envs.GymWrapper`/``GymEnv`` itself (no transform, no subclass hook), not
+  vectorized, on CPU, without info readers, pixels, frame skip or type checks, and has been validated
+  (its first reset and step were checked against the specs);
+- the policy is ``None`` (random actions from an unmasked spec) or a plain ``TensorDictModule`` whose
+  in_keys are observation entries and whose out_keys include the action, without hooks;
+- the root TensorDict holds nothing but observations, done flags and the policy's outputs.
+
+Everything else takes the generic step loop.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import skip_existing
+
+from torchrl._fast_call import hooked, plain_parts
+from torchrl._td import fast_get, new_td
+
+__all__ = ["GymColumns"]
+
+_FLAGS = ("done", "terminated", "truncated")
+
+
+class GymColumns:
+    """The column-wise step loop of one gym env with one policy (see the module docstring).
+
+    Build it with :meth:`plan`, which returns ``None`` when the generic loop must be used.
+    """
+
+    __slots__ = ("env", "policy", "inner", "in_keys", "out_keys", "action_index", "action_key", "action_shape",
+                 "obs_keys", "device")
+
+    def __init__(self, env, policy, inner, in_keys, out_keys, action_key, obs_keys) -> None:
+        self.env = env
+        self.policy = policy
+        self.inner = inner
+        self.in_keys = in_keys
+        self.out_keys = out_keys
+        self.action_key = action_key
+        self.action_index = out_keys.index(action_key)
+        self.action_shape = env.full_action_spec[action_key].shape
+        self.obs_keys = obs_keys
+        self.device = env.device
+
+    @classmethod
+    def plan(cls, env, policy: Any) -> "GymColumns | None":
+        """The loop for ``env`` driven by ``policy`` (``None``: random actions), or ``None`` if not applicable."""
+        d = env.__dict__
+        if not d.get("_fast_step") or d.get("_vec") is not None or d["_info_dict_reader"] or d["_run_type_checks"]:
+            return None
+        if not (d["_validated"] or d["_fast_encoding"]) or d.get("_from_pixels") or d["_closed"]:
+            return None
+        plan = env._get_plan()
+        if plan.move_to is not None or plan.reward_key != "reward" or len(env.batch_size):
+            return None
+        if sorted(env.full_done_spec.keys()) != sorted(_FLAGS):
+            return None
+        action_keys = env.action_keys
+        if len(action_keys) != 1 or not isinstance(action_keys[0], str):
+            return None
+        action_key = action_keys[0]
+        obs_spec = env.full_observation_spec
+        obs_keys = list(obs_spec.keys())
+        if any(isinstance(k, tuple) for k in obs_spec.keys(True, True)) or set(obs_keys) & {*_FLAGS, "reward", "next"}:
+            return None
+        if policy is None:
+            if not getattr(type(env).rand_action, "bulk_safe", False):
+                return None
+            leaf = env.full_action_spec[action_key]
+            if getattr(leaf, "mask", None) is not None or -1 in leaf.shape:
+                return None
+            return cls(env, None, None, [], [action_key], action_key, obs_keys)
+        parts = plain_parts(policy)
+        if parts is None:
+            return None
+        inner, in_keys, out_keys = parts
+        if not all(isinstance(k, str) and k in obs_keys for k in in_keys):
+            return None
+        if action_key not in out_keys or not all(isinstance(k, str) for k in out_keys):
+            return None
+        if set(out_keys) & {*obs_keys, *_FLAGS, "reward", "next", "collector"}:
+            return None
+        return cls(env, policy, inner, in_keys, out_keys, action_key, obs_keys)
+
+    def accepts(self, td: TensorDictBase) -> bool:
+        """Whether ``td`` (the root TensorDict the next step starts from) holds only what this loop carries."""
+        if type(td) is not TensorDict or td.batch_size != self.env.batch_size:
+            return False
+        allowed = {*self.obs_keys, *_FLAGS, *self.out_keys}
+        keys = td._tensordict
+        if not all(k in keys for k in self.obs_keys) or not all(k in keys for k in _FLAGS):
+            return False
+        if not all(k in allowed and type(v) is torch.Tensor for k, v in keys.items()):
+            return False
+        return not (self.policy is not None and (skip_existing() or hooked(self.policy)))
+
+    # -- the loop --------------------------------------------------------------------------------------------
+    def run(
+        self,
+        td: TensorDictBase,
+        steps: int,
+        *,
+        reset: Callable[[], TensorDictBase] | None,
+        stop_on_done: bool = False,
+        truncate_last: bool = False,
+        reset_cut: bool = False,
+    ) -> tuple[TensorDict, TensorDict, list[int]]:
+        """Steps the env ``steps`` times from ``td``.
+
+        Args:
+            td: the root TensorDict to start from (:meth:`accepts` must hold).
+            steps: number of steps.
+            reset: called at each episode end to get the next root TensorDict (``None``: never reset).
+            stop_on_done: stop after the first step that ends an episode.
+            truncate_last: mark the last step truncated (and done) when it does not end its episode, as
+                ``set_truncated`` does.
+            reset_cut: with ``truncate_last``, reset after the cut step like after any episode end (what a
+                collector does; a rollout leaves the env where it stopped).
+
+        Returns:
+            ``(batch, root, ends)``: the stacked steps (batch size ``(n,)``), the root TensorDict the next
+            step would start from, and the indices of the steps after which the env was reset.
+        """
+        env = self.env
+        d = env.__dict__
+        gym_step = d["_env"].step
+        write_action = d["_write_action"]
+        read_obs = d["_read_obs"]
+        obs_keys, in_keys, inner = self.obs_keys, self.in_keys, self.inner
+        action_index, action_shape = self.action_index, self.action_shape
+        random_actions = None
+        if inner is None:
+            leaf = env.full_action_spec[self.action_key]
+            random_actions = list(leaf.rand(torch.Size((steps,))).unbind(0))
+        obs = {k: td._tensordict[k] for k in obs_keys}
+        extras = {k: v for k, v in td._tensordict.items() if k not in obs and k not in _FLAGS}
+        first_flags = {k: td._tensordict[k] for k in _FLAGS}
+        root_obs: list[dict] = []
+        next_obs: list[dict] = []
+        outputs: list[tuple] = []
+        rewards: list = []
+        terms: list = []
+        truncs: list = []
+        ends: list[int] = []
+        last = steps - 1 if truncate_last else -1
+        cut = last if reset_cut else -1
+        fresh = None  # the reset that followed the latest step, if any
+        for t in range(steps):
+            fresh = None
+            if inner is None:
+                out = (random_actions[t],)
+            else:
+                out = inner(*[obs[k] for k in in_keys])
+                if type(out) is not tuple:
+                    out = (out,)
+                self._check_outputs(out, obs)
+            action = out[action_index]
+            if action.shape != action_shape:
+                self._bad_action(obs, out)
+            nobs, reward, terminated, truncated, _ = gym_step(write_action(action))
+            nobs = read_obs(nobs)
+            root_obs.append(obs)
+            next_obs.append(nobs)
+            outputs.append(out)
+            rewards.append(reward)
+            terms.append(terminated)
+            truncs.append(truncated)
+            if terminated or truncated or t == cut:
+                ends.append(t)
+                if stop_on_done and (terminated or truncated):
+                    break
+                if reset is not None:
+                    fresh = reset()
+                    obs = {k: fresh._tensordict[k] for k in obs_keys}
+                    continue
+            obs = nobs
+        n = len(rewards)
+        batch = self._assemble(n, root_obs, next_obs, outputs, rewards, terms, truncs, first_flags, extras, last)
+        root = self._root(obs, outputs[-1] if outputs else (), extras, fresh)
+        return batch, root, ends
+
+    def _check_outputs(self, out: tuple, obs: dict) -> None:
+        n_out = len(self.out_keys)
+        if len(out) != n_out or not all(type(o) is torch.Tensor for o in out):
+            if len(out) != n_out:
+                raise RuntimeError(
+                    f"{type(self.inner).__name__} returned {len(out)} output(s) for the {n_out} out_keys "
+                    f"{self.out_keys} of its TensorDictModule; make them match."
+                )
+            self.policy(self._step_td(obs, ()))  # the public call raises tensordict's own error
+
+    def _step_td(self, obs: dict, out: tuple) -> TensorDict:
+        source = dict(obs)
+        source.update(zip(self.out_keys, out))
+        return TensorDict(source, self.env.batch_size, device=self.device)
+
+    def _bad_action(self, obs: dict, out: tuple) -> None:
+        self.env._check_actions(self._step_td(obs, out))  # raises the env's own error, naming the key
+        raise ValueError(
+            f"{type(self.env).__name__}.step: {self.action_key!r} has shape {tuple(out[self.action_index].shape)}; "
+            f"the action spec expects {tuple(self.action_shape)}."
+        )
+
+    def _assemble(self, n, root_obs, next_obs, outputs, rewards, terms, truncs, first_flags, extras, last) -> TensorDict:
+        device = self.device
+        batch = torch.Size((n,))
+        term = np.array(terms, dtype=np.bool_).reshape(n, 1)
+        trunc = np.array(truncs, dtype=np.bool_).reshape(n, 1)
+        if last == n - 1:  # set_truncated: the cut step is truncated (and done) unless it already ended
+            trunc[-1] |= ~term[-1]
+        nxt = {k: torch.stack([o[k] for o in next_obs]) for k in self.obs_keys}
+        nxt["reward"] = torch.from_numpy(np.array(rewards, dtype=np.float32).reshape(n, 1))
+        terminated = torch.from_numpy(term)
+        truncated = torch.from_numpy(trunc)
+        nxt["done"] = terminated | truncated
+        nxt["terminated"] = terminated
+        nxt["truncated"] = truncated
+        source = {k: torch.stack([o[k] for o in root_obs]) for k in self.obs_keys}
+        for k, v in extras.items():  # entries of the first root that the policy did not overwrite
+            if k not in self.out_keys:
+                source[k] = v.unsqueeze(0).expand(n, *v.shape).clone()
+        for i, k in enumerate(self.out_keys):
+            source[k] = torch.stack([o[i] for o in outputs])
+        for k in _FLAGS:  # the root flags: the start's, then False (an episode end is always reset)
+            flags = torch.zeros((n, *first_flags[k].shape), dtype=torch.bool)
+            flags[0] = first_flags[k]
+            source[k] = flags
+        source["next"] = new_td(nxt, batch, device)
+        return new_td(source, batch, device)
+
+    def _root(self, obs: dict, out: tuple, extras: dict, fresh: TensorDictBase | None) -> TensorDict:
+        """The root TensorDict after the last step: as ``step_mdp`` (or the reset that followed) leaves it."""
+        if fresh is not None:
+            source = dict(fresh._tensordict)
+        else:
+            source = dict(obs)
+            for k in _FLAGS:
+                source[k] = torch.zeros(self.env.full_done_spec[k].shape, dtype=torch.bool)
+        for k, v in extras.items():
+            source.setdefault(k, v)
+        for k, v in zip(self.out_keys, out):
+            if k != self.action_key:
+                source[k] = v
+        return new_td(source, self.env.batch_size, self.device)
