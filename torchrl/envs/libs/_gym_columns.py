@@ -28,7 +28,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import skip_existing
 
 from torchrl._fast_call import hooked, plain_parts
-from torchrl._td import fast_get, new_td
+from torchrl._td import new_td
 
 __all__ = ["GymColumns"]
 
