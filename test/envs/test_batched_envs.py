@@ -2,6 +2,7 @@
 lifetime, remote attributes, start methods."""
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import pickle
 
@@ -260,6 +261,23 @@ class TestWithOtherEnvs:
         assert (done[0] != done[1]).any(), "the workers' episodes should end at different steps (partial resets)"
         for key in ["observation", ("next", "observation"), ("next", "reward"), ("next", "done")]:
             assert torch.equal(serial[key], parallel[key])
+
+    def test_gym_pendulum_serial_and_parallel_agree_across_truncations(self):
+        # float actions, truncation at 200 steps: the workers' direct step into the shared rows must give
+        # exactly what the generic step gives (SerialEnv steps each env the generic way)
+        gym_lib = pytest.importorskip("torchrl.envs.libs.gym")
+        actions = [torch.tensor([[math.sin(t / 7.0)], [math.cos(t / 5.0)]]) * 2 for t in range(230)]
+        out = []
+        for cls in BATCHED:
+            env = cls(2, lambda: gym_lib.GymEnv("Pendulum-v1"))
+            env.set_seed(5)
+            out.append(env.rollout(230, actions=actions, break_when_any_done=False))
+            env.close()
+        serial, parallel = out
+        assert int(serial["next", "truncated"].sum()) == 2
+        assert set(serial.keys(True, True)) == set(parallel.keys(True, True))
+        for key in serial.keys(True, True):
+            assert torch.equal(serial[key], parallel[key]), key
 
 
 class TestSeeding:

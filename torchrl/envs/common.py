@@ -537,6 +537,15 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         """
         return None
 
+    def _row_stepper(self, in_keys: list, in_views: list, out_keys: list, out_views: list) -> Any:
+        """A step reading the action from ``in_views`` and writing the outputs into ``out_views`` (a batched
+        env worker's rows of the shared buffers, named by ``in_keys``/``out_keys``), or ``None``.
+
+        Envs that can skip the per-step TensorDict return a no-argument callable that returns the indices of
+        the outputs it did not write (like the worker's own copy); the default is ``None``.
+        """
+        return None
+
     def _random_action_leaves(self):
         leaves = list(self.full_action_spec.items(True, True))
         return None if any(-1 in leaf.shape for _, leaf in leaves) else leaves

@@ -30,9 +30,72 @@ from tensordict.nn import skip_existing
 from torchrl._fast_call import hooked, plain_parts
 from torchrl._td import new_td
 
-__all__ = ["GymColumns"]
+__all__ = ["GymColumns", "plain_gym_keys", "row_stepper"]
 
 _FLAGS = ("done", "terminated", "truncated")
+
+
+def plain_gym_keys(env) -> tuple[str, list[str]] | None:
+    """``(action key, observation keys)`` of a single, validated gym env whose step is exactly "action to
+    gym, gym outputs to observation/reward/done/terminated/truncated entries"; ``None`` otherwise."""
+    d = env.__dict__
+    if not d.get("_fast_step") or d.get("_vec") is not None or d["_info_dict_reader"] or d["_run_type_checks"]:
+        return None
+    if not (d["_validated"] or d["_fast_encoding"]) or d.get("_from_pixels") or d["_closed"]:
+        return None
+    plan = env._get_plan()
+    if plan.move_to is not None or plan.reward_key != "reward" or len(env.batch_size):
+        return None
+    if sorted(env.full_done_spec.keys()) != sorted(_FLAGS):
+        return None
+    action_keys = env.action_keys
+    if len(action_keys) != 1 or not isinstance(action_keys[0], str):
+        return None
+    obs_spec = env.full_observation_spec
+    obs_keys = list(obs_spec.keys())
+    if any(isinstance(k, tuple) for k in obs_spec.keys(True, True)) or set(obs_keys) & {*_FLAGS, "reward", "next"}:
+        return None
+    return action_keys[0], obs_keys
+
+
+def row_stepper(env, in_keys: list, in_views: list, out_keys: list, out_views: list) -> Callable[[], list] | None:
+    """A step of ``env`` that reads its action from, and writes its outputs into, preallocated tensors.
+
+    ``in_views``/``out_views`` are a batched env worker's rows of the shared step buffers, in the order of
+    ``in_keys``/``out_keys``. The returned ``step()`` does what ``write(out, env._step_output(td(in)))``
+    does, without the per-step TensorDict and tensor conversions: rewards and flags go straight into the
+    numpy views of the shared rows. ``None`` when ``env`` is not a plain gym env (see
+    :func:`plain_gym_keys`) or the rows hold other entries.
+    """
+    keys = plain_gym_keys(env)
+    if keys is None:
+        return None
+    action_key, obs_keys = keys
+    if action_key not in in_keys or sorted(out_keys, key=str) != sorted([*obs_keys, "reward", *_FLAGS], key=str):
+        return None
+    out = dict(zip(out_keys, out_views))
+    if any(out[k].dtype != torch.bool for k in _FLAGS) or out["reward"].dtype != torch.float32:
+        return None
+    if any(out[k].device.type != "cpu" for k in out) or in_views[in_keys.index(action_key)].device.type != "cpu":
+        return None
+    d = env.__dict__
+    gym_step, write_action, read_obs = d["_env"].step, d["_write_action"], d["_read_obs"]
+    action = in_views[in_keys.index(action_key)]
+    obs_views = [(k, out[k]) for k in obs_keys]
+    reward, done, terminated, truncated = (out[k].numpy() for k in ("reward", *_FLAGS))
+
+    def step() -> list:
+        obs, r, term, trunc, _ = gym_step(write_action(action))
+        values = read_obs(obs)
+        for k, view in obs_views:
+            view.copy_(values[k])
+        reward[...] = r
+        terminated[...] = term
+        truncated[...] = trunc
+        done[...] = term or trunc
+        return []
+
+    return step
 
 
 class GymColumns:
@@ -59,24 +122,10 @@ class GymColumns:
     @classmethod
     def plan(cls, env, policy: Any) -> "GymColumns | None":
         """The loop for ``env`` driven by ``policy`` (``None``: random actions), or ``None`` if not applicable."""
-        d = env.__dict__
-        if not d.get("_fast_step") or d.get("_vec") is not None or d["_info_dict_reader"] or d["_run_type_checks"]:
+        keys = plain_gym_keys(env)
+        if keys is None:
             return None
-        if not (d["_validated"] or d["_fast_encoding"]) or d.get("_from_pixels") or d["_closed"]:
-            return None
-        plan = env._get_plan()
-        if plan.move_to is not None or plan.reward_key != "reward" or len(env.batch_size):
-            return None
-        if sorted(env.full_done_spec.keys()) != sorted(_FLAGS):
-            return None
-        action_keys = env.action_keys
-        if len(action_keys) != 1 or not isinstance(action_keys[0], str):
-            return None
-        action_key = action_keys[0]
-        obs_spec = env.full_observation_spec
-        obs_keys = list(obs_spec.keys())
-        if any(isinstance(k, tuple) for k in obs_spec.keys(True, True)) or set(obs_keys) & {*_FLAGS, "reward", "next"}:
-            return None
+        action_key, obs_keys = keys
         if policy is None:
             if not getattr(type(env).rand_action, "bulk_safe", False):
                 return None

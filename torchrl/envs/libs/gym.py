@@ -20,7 +20,7 @@ from torchrl.data.tensor_specs import Bounded, Categorical, Composite, Unbounded
 from torchrl.envs.common import EnvBase
 from torchrl.envs.gym_like import GymLikeEnv
 from torchrl.envs.libs._gym_backend import gym_backend, lib_version, library_of, set_gym_backend
-from torchrl.envs.libs._gym_columns import GymColumns
+from torchrl.envs.libs._gym_columns import GymColumns, row_stepper
 from torchrl.envs.libs._gym_specs import gym_space_to_spec, register_gym_spec_conversion
 from torchrl.envs.libs._gym_utils import action_writer, obs_reader, space_kind
 from torchrl.envs.libs._gym_vec import VecAutoreset, gymnasium_disabled_autoreset, is_vector_env
@@ -283,6 +283,12 @@ class GymWrapper(GymLikeEnv):
             and cls.step_mdp is EnvBase.step_mdp
         )
         return GymColumns.plan(self, policy) if untouched else None
+
+    def _row_stepper(self, in_keys, in_views, out_keys, out_views):
+        cls = type(self)
+        if cls._step is not GymWrapper._step or cls._step_output is not GymWrapper._step_output:
+            return None
+        return row_stepper(self, in_keys, in_views, out_keys, out_views)
 
     def read_action(self, action):
         """The action as the wrapped env expects it (``int`` for ``Discrete``, numpy arrays otherwise)."""
