@@ -144,16 +144,17 @@ def test_async_update_reaches_every_worker(closing):
     it = iter(collector)
     next(it)
     collector.update_policy_weights_(linear_policy(1.0))
-    # at most one batch per worker was started before the update; every later batch uses the new weights
-    later = [next(it) for _ in range(6)][2:]
-    assert all((b["action"] == 1.0).all() for b in later)
+    # at most one batch per worker was started before the update (a slow worker may deliver it late);
+    # every other batch uses the new weights
+    later = [next(it) for _ in range(6)]
+    assert sum(not (b["action"] == 1.0).all() for b in later) <= 2
     factory = MultiAsyncCollector([PendulumEnv] * 2, policy_factory=lambda: linear_policy(0.0), frames_per_batch=5)
     closing(factory)
     it = iter(factory)
     next(it)
     factory.update_policy_weights_(linear_policy(1.0))
-    later = [next(it) for _ in range(6)][2:]
-    assert all((b["action"] == 1.0).all() for b in later)
+    later = [next(it) for _ in range(6)]
+    assert sum(not (b["action"] == 1.0).all() for b in later) <= 2
 
 
 def test_seeding_is_reproducible(closing):
