@@ -5,6 +5,8 @@ Figures (ratios of throughput, higher is better; same process, interleaved best-
 - ``pendulum_b256_vs_raw``: ``PendulumEnv`` rollout at batch 256 vs a raw loop at batch 256 (>= 0.8).
 - ``transformed_cost_vs_bare``: per-step time of ``TransformedEnv(PendulumEnv(), Compose(StepCounter(200),
   RewardSum()))`` over the bare env's (target <= 1.3).
+- ``*_cpu``: the same ratios in CPU time of this thread (single-threaded torch, no I/O): steadier than wall
+  time when other processes share the machine.
 
 Run: ``python benchmarks/bench_env.py``.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import time
 
 import torch
 
@@ -30,7 +33,7 @@ def angle_normalize(x):
     return ((x + math.pi) % (2 * math.pi)) - math.pi
 
 
-def raw_pendulum(batch: int, steps: int) -> float:
+def raw_pendulum(batch: int, steps: int, clock=time.perf_counter) -> float:
     """The same dynamics, random actions and per-step storage as a rollout, written as plain torch."""
     g, m, l, dt, max_speed, max_torque = 10.0, 1.0, 1.0, 0.05, 8.0, 2.0
     gen = torch.Generator().manual_seed(0)
@@ -39,9 +42,7 @@ def raw_pendulum(batch: int, steps: int) -> float:
     obs = torch.empty(steps, batch, 3)
     acts = torch.empty(steps, batch, 1)
     rews = torch.empty(steps, batch, 1)
-    import time
-
-    t0 = time.perf_counter()
+    t0 = clock()
     for t in range(steps):
         u = (torch.rand(batch, 1) * 2 - 1) * max_torque
         acts[t] = u
@@ -52,7 +53,7 @@ def raw_pendulum(batch: int, steps: int) -> float:
         thdot = new_thdot
         rews[t] = -costs.unsqueeze(-1)
         obs[t] = torch.stack([th.cos(), th.sin(), thdot], -1)
-    return time.perf_counter() - t0
+    return clock() - t0
 
 
 def main() -> None:
@@ -62,21 +63,26 @@ def main() -> None:
     td_b = env_b.gen_params(batch_size=[BATCH])
     env_t = TransformedEnv(PendulumEnv(seed=0), Compose(StepCounter(200), RewardSum()))
 
-    best = interleaved_best(
-        {
-            "raw_b1": lambda: raw_pendulum(1, T_SINGLE),
+    def candidates(clock):
+        return {
+            "raw_b1": lambda: raw_pendulum(1, T_SINGLE, clock),
             "ours_b1": lambda: env1.rollout(T_SINGLE),
-            "raw_b256": lambda: raw_pendulum(BATCH, T_BATCHED),
+            "raw_b256": lambda: raw_pendulum(BATCH, T_BATCHED, clock),
             "ours_b256": lambda: env_b.rollout(T_BATCHED, auto_reset=False, tensordict=env_b.reset(td_b.clone())),
             "bare_nonstop": lambda: env1.rollout(T_SINGLE, break_when_any_done=False),
             "transformed_nonstop": lambda: env_t.rollout(T_SINGLE, break_when_any_done=False),
-        },
-        repeats=15,  # about 1 s per round: enough rounds for each best to land in a quiet slice
-    )
+        }
+
+    # about 1 s per round: enough rounds for each best to land in a quiet slice
+    best = interleaved_best(candidates(time.perf_counter), repeats=15)
+    cpu = interleaved_best(candidates(time.thread_time), repeats=15)
     figures = {
         "pendulum_b1_vs_raw": best["raw_b1"] / best["ours_b1"],
         "pendulum_b256_vs_raw": best["raw_b256"] / best["ours_b256"],
         "transformed_cost_vs_bare": best["transformed_nonstop"] / best["bare_nonstop"],
+        "pendulum_b1_vs_raw_cpu": cpu["raw_b1"] / cpu["ours_b1"],
+        "pendulum_b256_vs_raw_cpu": cpu["raw_b256"] / cpu["ours_b256"],
+        "transformed_cost_vs_bare_cpu": cpu["transformed_nonstop"] / cpu["bare_nonstop"],
         "pendulum_b1_us_per_step": best["ours_b1"] / T_SINGLE * 1e6,
         "raw_b1_us_per_step": best["raw_b1"] / T_SINGLE * 1e6,
         "transformed_us_per_step": best["transformed_nonstop"] / T_SINGLE * 1e6,

@@ -15,6 +15,14 @@ __all__ = ["StepCounter"]
 _INT_MAX = torch.iinfo(torch.int64).max
 
 
+def _none_set(flags: torch.Tensor) -> bool:
+    """Whether no element of the CPU tensor ``flags`` is set (always ``False`` elsewhere: reading a device
+    tensor's value would wait for the device)."""
+    if not flags.is_cpu:
+        return False
+    return not (bool(flags) if flags.numel() == 1 else bool(flags.any()))
+
+
 class _Group:
     __slots__ = ("count", "truncated", "done", "reset", "shape")
 
@@ -144,11 +152,16 @@ class StepCounter(Transform):
             if limit is not None:
                 truncated = count.ge(limit)  # a fresh tensor: safe to update in place
                 previous = fast_get(next_tensordict, g.truncated, None)
+                done = fast_get(next_tensordict, g.done, None) if self.update_done else None
+                if (done is not None or not self.update_done) and _none_set(truncated):
+                    # no episode reached the limit: the env's own flags stand (two ops saved)
+                    if previous is None:
+                        fast_set(next_tensordict, g.truncated, truncated)
+                    continue
                 if previous is not None:
                     truncated.logical_or_(previous)
                 fast_set(next_tensordict, g.truncated, truncated)
                 if self.update_done:
-                    done = fast_get(next_tensordict, g.done, None)
                     fast_set(next_tensordict, g.done, truncated if done is None else done.logical_or(truncated))
         return next_tensordict
 
