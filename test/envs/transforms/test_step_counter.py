@@ -26,6 +26,30 @@ class TestStepCounter(TransformContract):
         assert data["next", "step_count"][0].squeeze(-1).tolist() == [1, 2, 3, 1, 2, 3, 1]
         assert data["step_count"][0].squeeze(-1).tolist() == [0, 1, 2, 0, 1, 2, 0]
 
+    @pytest.mark.parametrize("limit", [5, 12])
+    def test_env_truncation_and_limit_combine(self, limit):
+        # the env truncates every 8 steps by itself (a StepCounter inside); the outer limit adds its own
+        inner = TransformedEnv(PendulumEnv(seed=0), StepCounter(max_steps=8, step_count_key="inner_count"))
+        env = TransformedEnv(inner, StepCounter(max_steps=limit))
+        data = env.rollout(20, break_when_any_done=False)
+        count = data["next", "step_count"].squeeze(-1)
+        truncated = data["next", "truncated"].squeeze(-1)
+        done = data["next", "done"].squeeze(-1)
+        expected = [min(limit, 8) == c or c == 8 for c in count.tolist()]
+        assert truncated.tolist() == expected and done.tolist() == expected
+        assert not data["next", "terminated"].any()
+        # the steps that end an episode restart both counts
+        assert data["step_count"][1:][truncated[:-1]].eq(0).all()
+
+    def test_batched_partial_limits(self):
+        env = TransformedEnv(PendulumEnv(batch_size=[3], seed=0), StepCounter(max_steps=4))
+        td = env.reset()
+        td["step_count"] = torch.tensor([[0], [2], [3]])  # three episodes at different points
+        data = env.rollout(3, auto_reset=False, tensordict=td, break_when_any_done=False)
+        assert data["next", "truncated"].squeeze(-1).tolist() == [
+            [False, False, False], [False, True, False], [True, False, False]
+        ]
+
     def test_rejects_bad_max_steps(self):
         with pytest.raises(ValueError, match="max_steps"):
             StepCounter(max_steps=0)
