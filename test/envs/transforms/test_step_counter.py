@@ -50,6 +50,12 @@ class TestStepCounter(TransformContract):
             [False, False, False], [False, True, False], [True, False, False]
         ]
 
+    def test_changing_max_steps_takes_effect(self):
+        env = TransformedEnv(PendulumEnv(seed=0), StepCounter(max_steps=3))
+        assert env.rollout(10).shape == (3,)
+        env.transform.max_steps = 5
+        assert env.rollout(10).shape == (5,)
+
     def test_rejects_bad_max_steps(self):
         with pytest.raises(ValueError, match="max_steps"):
             StepCounter(max_steps=0)

@@ -129,15 +129,18 @@ class StepCounter(Transform):
             fast_set(tensordict_reset, g.count, restart_where_reset(tensordict, g.reset, previous, fresh))
         return tensordict_reset
 
-    def _constants(self, device) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``(1, max_steps)`` as 0-dim int64 tensors on ``device``: tensor operands cost less per step than
-        Python scalars, which torch wraps anew on every call."""
+    def _constants(self, count: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(1, max_steps)`` as 0-dim int64 tensors on ``count``'s device: tensor operands cost less per step
+        than Python scalars, which torch wraps anew on every call. Keyed on ``max_steps`` too, which may change."""
         cache = self.__dict__.setdefault("_const_cache", {})
-        consts = cache.get(device)
+        max_steps = self.max_steps
+        key = ("cpu" if count.is_cpu else count.device, max_steps)
+        consts = cache.get(key)
         if consts is None:
+            device = count.device
             one = torch.ones((), dtype=torch.int64, device=device)
-            limit = None if self.max_steps is None else torch.tensor(self.max_steps, dtype=torch.int64, device=device)
-            consts = cache[device] = (one, limit)
+            limit = None if max_steps is None else torch.tensor(max_steps, dtype=torch.int64, device=device)
+            consts = cache[key] = (one, limit)
         return consts
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
@@ -146,7 +149,7 @@ class StepCounter(Transform):
             if count is None:
                 done = fast_get(next_tensordict, g.done)
                 count = torch.zeros(done.shape, dtype=torch.int64, device=done.device)
-            one, limit = self._constants(count.device)
+            one, limit = self._constants(count)
             count = count.add(one)
             fast_set(next_tensordict, g.count, count)
             if limit is not None:
