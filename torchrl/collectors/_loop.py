@@ -422,7 +422,10 @@ class StepLoop:
             self.reset()
         columns = self._column_loop(act)
         if columns is not None:
-            return self._run_columns(columns, steps)
+            try:
+                return self._run_columns(columns, steps)
+            except type(columns).NotApplicable:  # the policy's outputs are not plain tensors
+                pass
         env = self.env
         act = act or self.act
         step, step_mdp, any_done, reset = env.step, env.step_mdp, env.any_done, env.reset

@@ -119,17 +119,22 @@ def rollout(
         td = env.maybe_reset(tensordict)
 
     columns = None
-    if actions is None and callback is None and out is None and return_contiguous is not False and not auto_cast_to_device:
+    plain = actions is None and callback is None and out is None and not auto_cast_to_device
+    if plain and return_contiguous is not False:
         columns = env._column_loop(policy)
         if columns is not None and not columns.accepts(td):
             columns = None
     if columns is not None:
         # one gym env and a plain (or random) policy: no per-step TensorDicts (see libs/_gym_columns.py)
         stop = any_done or all_done
-        result, _, _ = columns.run(
-            td, max_steps, reset=None if stop else env.reset, stop_on_done=stop, truncate_last=set_truncated
-        )
-        return result.to(storing_device) if storing_device is not None else result
+        try:
+            result, _, _ = columns.run(
+                td, max_steps, reset=None if stop else env.reset, stop_on_done=stop, truncate_last=set_truncated
+            )
+        except type(columns).NotApplicable:  # the policy's outputs are not plain tensors: generic loop
+            result = None
+        if result is not None:
+            return result.to(storing_device) if storing_device is not None else result
 
     if actions is not None:
         act = _action_writer(env, actions)

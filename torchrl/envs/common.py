@@ -533,7 +533,8 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
 
         Envs whose steps can be run without per-step TensorDicts return an object with ``accepts(td)`` and
         ``run(td, steps, ...)`` (see :class:`torchrl.envs.libs._gym_columns.GymColumns`); rollouts and
-        collectors use it when it applies. The default is ``None``: the generic step loop.
+        collectors use it when it applies, and take the generic loop if ``run`` raises the
+        object's ``NotApplicable`` exception (before its first step). The default is ``None``: the generic step loop.
         """
         return None
 

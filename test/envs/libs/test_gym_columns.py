@@ -146,3 +146,22 @@ def test_extra_root_entries_keep_the_generic_path():
     b = slow.rollout(20, policy, auto_reset=False, tensordict=start[1], break_when_any_done=False)
     _assert_same(a, b)
     assert (a["extra"] == 1).all()
+
+
+class _TensorDictOutput(nn.Module):
+    def forward(self, obs):
+        loc = (obs[..., :1] * 1.5).clamp(-2, 2)
+        return loc, TensorDict({"scaled": loc * 2}, obs.shape[:-1])
+
+
+def test_non_tensor_outputs_take_the_generic_loop():
+    fast, slow = _pair("Pendulum-v1")
+    policy = TensorDictModule(_TensorDictOutput(), in_keys=["observation"], out_keys=["action", "extra"])
+    assert fast._column_loop(policy) is not None  # planned, then given up before the first step
+    a = fast.rollout(30, policy, break_when_any_done=False)
+    b = slow.rollout(30, policy, break_when_any_done=False)
+    _assert_same(a, b)
+    assert a["extra", "scaled"].shape == (30, 1)
+    collector = Collector(_pair("Pendulum-v1")[0], policy, frames_per_batch=10, total_frames=20)
+    assert [batch["extra", "scaled"].shape for batch in collector] == [(10, 1), (10, 1)]
+    collector.shutdown()

@@ -30,7 +30,7 @@ from tensordict.nn import skip_existing
 from torchrl._fast_call import hooked, plain_parts
 from torchrl._td import new_td
 
-__all__ = ["GymColumns", "plain_gym_keys", "row_stepper"]
+__all__ = ["ColumnsNotApplicable", "GymColumns", "plain_gym_keys", "row_stepper"]
 
 _FLAGS = ("done", "terminated", "truncated")
 
@@ -98,6 +98,10 @@ def row_stepper(env, in_keys: list, in_views: list, out_keys: list, out_views: l
     return step
 
 
+class ColumnsNotApplicable(Exception):
+    """Raised by :meth:`GymColumns.run` before any step when the policy's outputs are not plain tensors."""
+
+
 class GymColumns:
     """The column-wise step loop of one gym env with one policy (see the module docstring).
 
@@ -106,6 +110,7 @@ class GymColumns:
 
     __slots__ = ("env", "policy", "inner", "in_keys", "out_keys", "action_index", "action_key", "action_shape",
                  "obs_keys", "device")
+    NotApplicable = ColumnsNotApplicable  # callers catch it without importing this module
 
     def __init__(self, env, policy, inner, in_keys, out_keys, action_key, obs_keys) -> None:
         self.env = env
@@ -216,7 +221,7 @@ class GymColumns:
                 out = inner(*[obs[k] for k in in_keys])
                 if type(out) is not tuple:
                     out = (out,)
-                self._check_outputs(out, obs)
+                self._check_outputs(out, t)
             action = out[action_index]
             if action.shape != action_shape:
                 self._bad_action(obs, out)
@@ -242,15 +247,20 @@ class GymColumns:
         root = self._root(obs, outputs[-1] if outputs else (), extras, fresh)
         return batch, root, ends
 
-    def _check_outputs(self, out: tuple, obs: dict) -> None:
+    def _check_outputs(self, out: tuple, t: int) -> None:
         n_out = len(self.out_keys)
-        if len(out) != n_out or not all(type(o) is torch.Tensor for o in out):
-            if len(out) != n_out:
-                raise RuntimeError(
-                    f"{type(self.inner).__name__} returned {len(out)} output(s) for the {n_out} out_keys "
-                    f"{self.out_keys} of its TensorDictModule; make them match."
-                )
-            self.policy(self._step_td(obs, ()))  # the public call raises tensordict's own error
+        if len(out) != n_out:
+            raise RuntimeError(
+                f"{type(self.inner).__name__} returned {len(out)} output(s) for the {n_out} out_keys "
+                f"{self.out_keys} of its TensorDictModule; make them match."
+            )
+        if not all(type(o) is torch.Tensor for o in out):
+            if t == 0:  # nothing was stepped yet: the caller runs the generic loop instead
+                raise ColumnsNotApplicable
+            raise RuntimeError(
+                f"{type(self.inner).__name__} returned tensors at the first step and "
+                f"{[type(o).__name__ for o in out]} at step {t}; a policy's outputs must keep their types."
+            )
 
     def _step_td(self, obs: dict, out: tuple) -> TensorDict:
         source = dict(obs)
@@ -264,7 +274,9 @@ class GymColumns:
             f"the action spec expects {tuple(self.action_shape)}."
         )
 
-    def _assemble(self, n, root_obs, next_obs, outputs, rewards, terms, truncs, first_flags, extras, last) -> TensorDict:
+    def _assemble(
+        self, n, root_obs, next_obs, outputs, rewards, terms, truncs, first_flags, extras, last
+    ) -> TensorDict:
         device = self.device
         batch = torch.Size((n,))
         term = np.array(terms, dtype=np.bool_).reshape(n, 1)
