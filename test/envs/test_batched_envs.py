@@ -247,34 +247,32 @@ class TestWithOtherEnvs:
         assert data["next", "step_count"].squeeze(-1).tolist() == [[1, 2, 3, 1, 2]] * 2
         assert data["next", "observation"][0].squeeze(-1).tolist() == [1, 2, 3, 1, 2]
 
-    def test_gym_envs_serial_and_parallel_agree(self):
-        gym_lib = pytest.importorskip("torchrl.envs.libs.gym")
-        actions = [torch.nn.functional.one_hot(torch.tensor([t % 2, (t // 3) % 2]), 2) for t in range(60)]
+    @pytest.mark.parametrize(
+        "name, steps, seed, action",
+        [
+            ("CartPole-v1", 60, 11, lambda t: torch.nn.functional.one_hot(torch.tensor([t % 2, (t // 3) % 2]), 2)),
+            # float actions and truncation at 200 steps
+            ("Pendulum-v1", 230, 5, lambda t: torch.tensor([[math.sin(t / 7.0)], [math.cos(t / 5.0)]]) * 2),
+        ],
+    )
+    def test_gym_envs_serial_and_parallel_agree(self, name, steps, seed, action):
+        # ParallelEnv's workers step gym envs straight into the shared rows; SerialEnv steps them the generic
+        # way: every entry must be the same, across episode ends and partial resets
+        from torchrl.envs.libs.gym import GymEnv
+
+        actions = [action(t) for t in range(steps)]
         out = []
         for cls in BATCHED:
-            env = cls(2, lambda: gym_lib.GymEnv("CartPole-v1"))
-            env.set_seed(11)
-            out.append(env.rollout(60, actions=actions, break_when_any_done=False))
+            env = cls(2, lambda: GymEnv(name))
+            env.set_seed(seed)
+            out.append(env.rollout(steps, actions=actions, break_when_any_done=False))
             env.close()
         serial, parallel = out
         done = serial["next", "done"].squeeze(-1)
-        assert (done[0] != done[1]).any(), "the workers' episodes should end at different steps (partial resets)"
-        for key in ["observation", ("next", "observation"), ("next", "reward"), ("next", "done")]:
-            assert torch.equal(serial[key], parallel[key])
-
-    def test_gym_pendulum_serial_and_parallel_agree_across_truncations(self):
-        # float actions, truncation at 200 steps: the workers' direct step into the shared rows must give
-        # exactly what the generic step gives (SerialEnv steps each env the generic way)
-        gym_lib = pytest.importorskip("torchrl.envs.libs.gym")
-        actions = [torch.tensor([[math.sin(t / 7.0)], [math.cos(t / 5.0)]]) * 2 for t in range(230)]
-        out = []
-        for cls in BATCHED:
-            env = cls(2, lambda: gym_lib.GymEnv("Pendulum-v1"))
-            env.set_seed(5)
-            out.append(env.rollout(230, actions=actions, break_when_any_done=False))
-            env.close()
-        serial, parallel = out
-        assert int(serial["next", "truncated"].sum()) == 2
+        if name == "CartPole-v1":
+            assert (done[0] != done[1]).any(), "the workers' episodes should end at different steps (partial resets)"
+        else:
+            assert int(serial["next", "truncated"].sum()) == 2
         assert set(serial.keys(True, True)) == set(parallel.keys(True, True))
         for key in serial.keys(True, True):
             assert torch.equal(serial[key], parallel[key]), key

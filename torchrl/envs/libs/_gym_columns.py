@@ -37,9 +37,10 @@ _FLAGS = ("done", "terminated", "truncated")
 
 def plain_gym_keys(env) -> tuple[str, list[str]] | None:
     """``(action key, observation keys)`` of a single, validated gym env whose step is exactly "action to
-    gym, gym outputs to observation/reward/done/terminated/truncated entries"; ``None`` otherwise."""
+    gym, gym outputs to observation/reward/done/terminated/truncated entries" (``GymWrapper``'s own step,
+    see its ``_plain_step``); ``None`` otherwise."""
     d = env.__dict__
-    if not d.get("_fast_step") or d.get("_vec") is not None or d["_info_dict_reader"] or d["_run_type_checks"]:
+    if not d.get("_plain_step") or d.get("_vec") is not None or d["_info_dict_reader"] or d["_run_type_checks"]:
         return None
     if not (d["_validated"] or d["_fast_encoding"]) or d.get("_from_pixels") or d["_closed"]:
         return None
@@ -201,7 +202,6 @@ class GymColumns:
             leaf = env.full_action_spec[self.action_key]
             random_actions = list(leaf.rand(torch.Size((steps,))).unbind(0))
         obs = {k: td._tensordict[k] for k in obs_keys}
-        extras = {k: v for k, v in td._tensordict.items() if k not in obs and k not in _FLAGS}
         first_flags = {k: td._tensordict[k] for k in _FLAGS}
         root_obs: list[dict] = []
         next_obs: list[dict] = []
@@ -243,8 +243,8 @@ class GymColumns:
                     continue
             obs = nobs
         n = len(rewards)
-        batch = self._assemble(n, root_obs, next_obs, outputs, rewards, terms, truncs, first_flags, extras, last)
-        root = self._root(obs, outputs[-1] if outputs else (), extras, fresh)
+        batch = self._assemble(n, root_obs, next_obs, outputs, rewards, terms, truncs, first_flags, last)
+        root = self._root(obs, outputs[-1] if outputs else (), fresh)
         return batch, root, ends
 
     def _check_outputs(self, out: tuple, t: int) -> None:
@@ -275,7 +275,7 @@ class GymColumns:
         )
 
     def _assemble(
-        self, n, root_obs, next_obs, outputs, rewards, terms, truncs, first_flags, extras, last
+        self, n, root_obs, next_obs, outputs, rewards, terms, truncs, first_flags, last
     ) -> TensorDict:
         device = self.device
         batch = torch.Size((n,))
@@ -291,9 +291,6 @@ class GymColumns:
         nxt["terminated"] = terminated
         nxt["truncated"] = truncated
         source = {k: torch.stack([o[k] for o in root_obs]) for k in self.obs_keys}
-        for k, v in extras.items():  # entries of the first root that the policy did not overwrite
-            if k not in self.out_keys:
-                source[k] = v.unsqueeze(0).expand(n, *v.shape).clone()
         for i, k in enumerate(self.out_keys):
             source[k] = torch.stack([o[i] for o in outputs])
         for k in _FLAGS:  # the root flags: the start's, then False (an episode end is always reset)
@@ -303,7 +300,7 @@ class GymColumns:
         source["next"] = new_td(nxt, batch, device)
         return new_td(source, batch, device)
 
-    def _root(self, obs: dict, out: tuple, extras: dict, fresh: TensorDictBase | None) -> TensorDict:
+    def _root(self, obs: dict, out: tuple, fresh: TensorDictBase | None) -> TensorDict:
         """The root TensorDict after the last step: as ``step_mdp`` (or the reset that followed) leaves it."""
         if fresh is not None:
             source = dict(fresh._tensordict)
@@ -311,8 +308,6 @@ class GymColumns:
             source = dict(obs)
             for k in _FLAGS:
                 source[k] = torch.zeros(self.env.full_done_spec[k].shape, dtype=torch.bool)
-        for k, v in extras.items():
-            source.setdefault(k, v)
         for k, v in zip(self.out_keys, out):
             if k != self.action_key:
                 source[k] = v

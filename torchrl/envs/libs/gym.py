@@ -39,6 +39,11 @@ def _scalar(x: Any, dtype: type) -> torch.Tensor:
     return _from_numpy(a)
 
 
+def _inherited(cls: type, base: type, *names: str) -> bool:
+    """Whether ``cls`` uses ``base``'s definitions of ``names`` (no subclass overrides them)."""
+    return all(getattr(cls, name) is getattr(base, name) for name in names)
+
+
 class _classproperty:
     def __init__(self, fget) -> None:
         self.fget = fget
@@ -186,16 +191,14 @@ class GymWrapper(GymLikeEnv):
         d["_read_obs"] = self._compile_obs_reader(env, read, obs_is_dict, nb)
         d["_write_action"] = action_writer(act_space, act_spec, nb) if d["_convert_actions_to_numpy"] else (lambda t: t)
         d["_fast_step"] = self._can_step_fast(lib)
+        # the whole step is this class's (not a subclass's): loops may then step it without TensorDicts
+        d["_plain_step"] = d["_fast_step"] and _inherited(type(self), GymWrapper, "_step", "_step_output")
 
     def _can_step_fast(self, lib: Any) -> bool:
         """Whether :meth:`_step` may take the inlined path (5-tuple step API, no frame skip, hooks as defined here)."""
         cls = type(self)
-        hooks_untouched = (
-            cls.read_obs is GymWrapper.read_obs
-            and cls.read_action is GymWrapper.read_action
-            and cls._output_transform is GymWrapper._output_transform
-            and cls.read_reward is GymLikeEnv.read_reward
-            and cls.read_done is GymLikeEnv.read_done
+        hooks_untouched = _inherited(cls, GymWrapper, "read_obs", "read_action", "_output_transform") and _inherited(
+            cls, GymLikeEnv, "read_reward", "read_done"
         )
         new_api = lib.__name__ == "gymnasium" or lib_version(lib) >= (0, 26)
         return hooks_untouched and new_api and self.__dict__["_frame_skip"] == 1
@@ -274,20 +277,11 @@ class GymWrapper(GymLikeEnv):
         return super()._step_output(tensordict)
 
     def _column_loop(self, policy):
-        cls = type(self)
-        untouched = (
-            cls._step is GymWrapper._step
-            and cls._step_output is GymWrapper._step_output
-            and cls.step is EnvBase.step
-            and cls.step_and_maybe_reset is EnvBase.step_and_maybe_reset
-            and cls.step_mdp is EnvBase.step_mdp
-        )
-        return GymColumns.plan(self, policy) if untouched else None
+        if not _inherited(type(self), EnvBase, "step", "step_and_maybe_reset", "step_mdp"):
+            return None  # a rollout-level override must see every step
+        return GymColumns.plan(self, policy)
 
     def _row_stepper(self, in_keys, in_views, out_keys, out_views):
-        cls = type(self)
-        if cls._step is not GymWrapper._step or cls._step_output is not GymWrapper._step_output:
-            return None
         return row_stepper(self, in_keys, in_views, out_keys, out_views)
 
     def read_action(self, action):
