@@ -56,6 +56,27 @@ class TestStepCounter(TransformContract):
         env.transform.max_steps = 5
         assert env.rollout(10).shape == (5,)
 
+    def test_counter_edited_in_place_between_steps(self):
+        # the transform remembers the largest count it wrote; an in-place edit must not be missed
+        env = TransformedEnv(PendulumEnv(batch_size=[2], seed=0), StepCounter(max_steps=10))
+        td = env.step_mdp(env.step(env.rand_action(env.reset())))
+        td = env.step_mdp(env.step(env.rand_action(td)))
+        assert td["step_count"].squeeze(-1).tolist() == [2, 2]
+        td["step_count"][1] = 9  # in place: same tensor object, new version
+        td = env.step(env.rand_action(td))
+        assert td["next", "truncated"].squeeze(-1).tolist() == [False, True]
+        assert td["next", "done"].squeeze(-1).tolist() == [False, True]
+
+    def test_lowered_max_steps_truncates_running_episode(self):
+        env = TransformedEnv(PendulumEnv(seed=0), StepCounter(max_steps=50))
+        td = env.reset()
+        for _ in range(4):
+            td = env.step_mdp(env.step(env.rand_action(td)))
+        env.transform.max_steps = 3  # the running episode is already past the new limit
+        td = env.step(env.rand_action(td))
+        assert td["next", "step_count"].item() == 5
+        assert td["next", "truncated"].item() and td["next", "done"].item()
+
     def test_rejects_bad_max_steps(self):
         with pytest.raises(ValueError, match="max_steps"):
             StepCounter(max_steps=0)

@@ -15,16 +15,10 @@ __all__ = ["StepCounter"]
 _INT_MAX = torch.iinfo(torch.int64).max
 
 
-def _none_set(flags: torch.Tensor) -> bool:
-    """Whether no element of the CPU tensor ``flags`` is set (always ``False`` elsewhere: reading a device
-    tensor's value would wait for the device)."""
-    if not flags.is_cpu:
-        return False
-    return not (bool(flags) if flags.numel() == 1 else bool(flags.any()))
-
-
 class _Group:
-    __slots__ = ("count", "truncated", "done", "reset", "shape")
+    """The keys of one group of done entries, and what the counter remembers about it between steps."""
+
+    __slots__ = ("count", "truncated", "done", "reset", "shape", "last", "top")
 
     def __init__(self, prefix, shape, step_count_key, truncated_key):
         self.count = from_tuple(prefix + (step_count_key,))
@@ -32,6 +26,24 @@ class _Group:
         self.done = from_tuple(prefix + ("done",))
         self.reset = from_tuple(prefix + ("_reset",))
         self.shape = shape
+        # (counter tensor written last step, its version): while it comes back unchanged, ``top`` (its
+        # largest value, tracked on the host) decides whether an episode can reach the limit
+        self.last = None
+        self.top = 0
+
+    def known_top(self, count: torch.Tensor) -> int | None:
+        """The largest value of ``count`` if it is the counter written last step, unchanged since."""
+        last = self.last
+        if last is None or last[0] is not count or last[1] != count._version:
+            return None
+        return self.top
+
+    def __deepcopy__(self, memo):
+        out = _Group.__new__(_Group)
+        for name in ("count", "truncated", "done", "reset", "shape"):
+            setattr(out, name, getattr(self, name))
+        out.last, out.top = None, 0
+        return out
 
 
 class StepCounter(Transform):
@@ -144,28 +156,37 @@ class StepCounter(Transform):
         return consts
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        for g in self._get_groups():
-            count = fast_get(tensordict, g.count, None)
+        max_steps, update_done = self.max_steps, self.update_done
+        for g in self._groups or self._get_groups():
+            count = fast_get(tensordict, g.count)
             if count is None:
                 done = fast_get(next_tensordict, g.done)
                 count = torch.zeros(done.shape, dtype=torch.int64, device=done.device)
             one, limit = self._constants(count)
-            count = count.add(one)
-            fast_set(next_tensordict, g.count, count)
-            if limit is not None:
-                truncated = count.ge(limit)  # a fresh tensor: safe to update in place
-                previous = fast_get(next_tensordict, g.truncated, None)
-                done = fast_get(next_tensordict, g.done, None) if self.update_done else None
-                if (done is not None or not self.update_done) and _none_set(truncated):
-                    # no episode reached the limit: the env's own flags stand (two ops saved)
-                    if previous is None:
-                        fast_set(next_tensordict, g.truncated, truncated)
-                    continue
-                if previous is not None:
-                    truncated.logical_or_(previous)
-                fast_set(next_tensordict, g.truncated, truncated)
-                if self.update_done:
-                    fast_set(next_tensordict, g.done, truncated if done is None else done.logical_or(truncated))
+            new = count.add(one)
+            fast_set(next_tensordict, g.count, new)
+            if limit is None:
+                continue
+            previous = fast_get(next_tensordict, g.truncated)
+            done = fast_get(next_tensordict, g.done) if update_done else None
+            if done is not None or not update_done:
+                top = g.known_top(count)
+                if top is not None:
+                    top += 1
+                elif new.is_cpu:  # after a reset or an outside edit: one read (never waits for a device)
+                    top = int(new.max()) if new.numel() else 0
+                if top is not None:
+                    g.last, g.top = (new, new._version), top
+                    if top < max_steps:  # no episode reached the limit: the env's own flags stand
+                        if previous is None:  # all False (the cheapest fresh tensor of them)
+                            fast_set(next_tensordict, g.truncated, new.ge(limit))
+                        continue
+            truncated = new.ge(limit)  # a fresh tensor: safe to update in place
+            if previous is not None:
+                truncated.logical_or_(previous)
+            fast_set(next_tensordict, g.truncated, truncated)
+            if update_done:
+                fast_set(next_tensordict, g.done, truncated if done is None else done.logical_or(truncated))
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
