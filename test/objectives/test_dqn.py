@@ -168,6 +168,20 @@ def test_no_target_network_uses_online_parameters():
         SoftUpdate(loss, tau=0.1)
 
 
+def test_mean_loss_writes_per_sample_td_error_without_grad():
+    torch.manual_seed(0)
+    net = qnet()
+    loss = DQNLoss(net, action_space="one-hot")  # mean reduction, l2: the fused path
+    td = batch()
+    per_elem = DQNLoss(net, action_space="one-hot", reduction="none")(td.clone())["loss"].detach()
+    out = loss(td)["loss"]
+    assert td["td_error"].shape == (8, 1) and not td["td_error"].requires_grad
+    torch.testing.assert_close(td["td_error"].squeeze(-1), per_elem)
+    torch.testing.assert_close(out, per_elem.mean())
+    out.backward()
+    assert all(p.grad is not None for p in loss.value_network.parameters())
+
+
 def test_priority_written_and_weights_applied():
     torch.manual_seed(0)
     loss = DQNLoss(qnet(), action_space="one-hot", reduction="none")

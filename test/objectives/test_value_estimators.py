@@ -96,6 +96,25 @@ def test_td0_matches_functional():
     torch.testing.assert_close(out["advantage"], target - v)
 
 
+
+def test_td0_follows_gamma_changes():
+    # the estimator keeps gamma on the host between calls; edits and replacements must take effect
+    net = critic()
+    td = rollout()
+    _, nv = values(net, td)
+    est = TD0Estimator(gamma=0.9, value_network=net)
+
+    def expected(gamma):
+        return F_.td0_return_estimate(gamma, nv, td["next", "reward"], td["next", "terminated"])
+
+    torch.testing.assert_close(est(td.clone())["value_target"], expected(0.9))
+    est.gamma.fill_(0.5)  # in place
+    torch.testing.assert_close(est(td.clone())["value_target"], expected(0.5))
+    est.gamma = torch.tensor(0.25)  # a new buffer
+    torch.testing.assert_close(est(td.clone())["value_target"], expected(0.25))
+    est.gamma = torch.full((1,), 0.75)  # not a host scalar any more: the tensor path
+    torch.testing.assert_close(est(td.clone())["value_target"], expected(0.75))
+
 def test_td1_matches_functional():
     net = critic()
     td = rollout()

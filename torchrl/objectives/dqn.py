@@ -15,7 +15,7 @@ from torchrl.data.tensor_specs import Binary, Categorical, Composite, MultiOneHo
 from torchrl.envs.utils import step_mdp
 from torchrl.objectives._functional import find_producer, follow_path, plain_module, read_inputs
 from torchrl.objectives.common import LossModule
-from torchrl.objectives.utils import ValueEstimators, _check_reduction, _reduce, distance_loss
+from torchrl.objectives.utils import ValueEstimators, _check_reduction, _reduce, distance_loss, mean_squared_error
 
 __all__ = ["DQNLoss", "DistributionalDQNLoss"]
 
@@ -301,15 +301,19 @@ class DQNLoss(LossModule):
                 "the chosen Q-value and the value target differ in shape",
                 chosen_action_value=pred, value_target=target, **{repr(("next", k.reward)): reward},
             )
+        weights = self._priority_weights(tensordict, k.priority_weight)
+        mask = self._loss_mask(tensordict)
+        reduction = self.reduction
+        if reduction == "mean" and weights is None and mask is None and self.loss_function == "l2":
+            # the common case: one fused mean squared error node in the graph; the TD error apart, without grad
+            fast_set(tensordict, k.priority, distance_loss(pred.detach(), target, "l2"))
+            return new_td({"loss": mean_squared_error(pred, target)}, _EMPTY)
         loss = distance_loss(pred, target, self.loss_function)  # [*B, 1]
         if self.loss_function == "l2":
             td_error = loss.detach()
         else:
             td_error = (pred.detach() - target.detach()).pow(2)
         fast_set(tensordict, k.priority, td_error)
-        weights = self._priority_weights(tensordict, k.priority_weight)
-        mask = self._loss_mask(tensordict)
-        reduction = self.reduction
         if reduction == "mean" and weights is None and mask is None:
             loss = loss.mean()
         else:

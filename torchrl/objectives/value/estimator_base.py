@@ -271,19 +271,38 @@ class ValueEstimatorBase(TensorDictModuleBase):
 
     def _signals(self, td: TensorDictBase, like: torch.Tensor):
         """``(reward, done, terminated)`` from ``"next"``, shaped like ``like`` (``average_rewards`` applied)."""
-        reward_key, done_key, term_key = self._next_keys()
-        reward = fast_get(td, reward_key)
-        done = fast_get(td, done_key)
+        keys = self._next_keys()
+        nxt = td._tensordict.get("next") if type(td) is TensorDict else None
+        if type(nxt) is TensorDict and len(keys[0]) == len(keys[1]) == len(keys[2]) == 2:
+            entries = nxt._tensordict  # the usual layout: three plain names under "next"
+            reward, done, terminated = entries.get(keys[0][1]), entries.get(keys[1][1]), entries.get(keys[2][1])
+        else:
+            reward, done, terminated = fast_get(td, keys[0]), fast_get(td, keys[1]), fast_get(td, keys[2])
         if reward is None or done is None:
-            raise self._missing(reward_key if reward is None else done_key)
-        terminated = fast_get(td, term_key)
+            raise self._missing(keys[0] if reward is None else keys[1])
         if terminated is None:
             terminated = done
         if self.average_rewards:
             reward = reward - reward.mean()
             reward = reward / reward.std().clamp_min(1e-5)
-            td.set(reward_key, reward)
+            td.set(keys[0], reward)
         return self._align_signals(like, reward, done, terminated)
+
+    def _host_scalar(self, name: str, dtype: torch.dtype) -> float | None:
+        """The coefficient buffer ``name`` as a Python float when it is a 0-dim CPU tensor of ``dtype`` without
+        gradient (a host scalar fuses into one op and needs no device read), else ``None``. Cached until the
+        buffer is replaced or changed in place."""
+        if torch.compiler.is_compiling():
+            return None
+        t = self._buffers[name]
+        hit = self.__dict__.get("_host_scalars", {}).get(name)
+        if hit is not None and hit[0] is t and hit[1] == t._version and hit[2] == dtype and not t.requires_grad:
+            return hit[3]
+        value = None
+        if t.ndim == 0 and t.dtype == dtype and t.device.type == "cpu" and not t.requires_grad:
+            value = t.item()
+        self.__dict__.setdefault("_host_scalars", {})[name] = (t, t._version, dtype, value)
+        return value
 
     def _align_signals(self, like, reward, done, terminated):
         shape = like.shape

@@ -96,11 +96,14 @@ class TD0Estimator(ValueEstimatorBase):
 
     def _target(self, td, next_value, time_dim):
         reward, done, terminated = self._signals(td, next_value)
-        self._check(None, next_value, reward, done, terminated)
+        shape = next_value.shape
+        if not (reward.shape == shape and done.shape == shape and terminated.shape == shape):
+            self._check(None, next_value, reward, done, terminated)  # raises, naming every entry
+        gamma = self._host_scalar("gamma", reward.dtype)
+        if gamma is not None:  # the usual case: one fused multiply-add
+            return _td0(gamma, next_value, reward, terminated)
         gamma = self.gamma
-        if gamma.ndim == 0 and gamma.dtype == reward.dtype:  # the usual case: shapes are checked above
-            if gamma.device.type == "cpu" and not gamma.requires_grad and not torch.compiler.is_compiling():
-                gamma = gamma.item()  # a host scalar: no device sync, and TD(0) becomes one fused op
+        if gamma.ndim == 0 and gamma.dtype == reward.dtype:
             return _td0(gamma, next_value, reward, terminated)
         return td0_return_estimate(gamma, next_value, reward, terminated)
 
