@@ -7,6 +7,7 @@ Figures (ratios of throughput, higher is better; same process, interleaved best-
   RewardSum()))`` over the bare env's (target <= 1.3).
 - ``*_cpu``: the same ratios in CPU time of this thread (single-threaded torch, no I/O): steadier than wall
   time when other processes share the machine.
+- ``*_paired_median``: the median over rounds of the ratio of two adjacent (wall-time) measurements.
 
 Run: ``python benchmarks/bench_env.py``.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import sys
 import time
 
@@ -73,9 +75,22 @@ def main() -> None:
             "transformed_nonstop": lambda: env_t.rollout(T_SINGLE, break_when_any_done=False),
         }
 
-    # about 1 s per round: enough rounds for each best to land in a quiet slice
-    best = interleaved_best(candidates(time.perf_counter), repeats=15)
-    cpu = interleaved_best(candidates(time.thread_time), repeats=15)
+    # about 1 s per round: enough rounds for each best to land in a quiet slice; the paired medians (median
+    # over rounds of the ratio of two adjacent measurements) are robust to load that drifts between rounds
+    pairs = {"b1": ("raw_b1", "ours_b1"), "b256": ("raw_b256", "ours_b256"),
+             "transformed": ("transformed_nonstop", "bare_nonstop")}
+    rounds = {clock: [] for clock in (time.perf_counter, time.thread_time)}
+    for clock, results in rounds.items():
+        fns = candidates(clock)
+        interleaved_best(fns, repeats=1)  # warm-up
+        results.extend(interleaved_best(fns, repeats=1) for _ in range(15))
+    best = {k: min(r[k] for r in rounds[time.perf_counter]) for k in candidates(time.perf_counter)}
+    cpu = {k: min(r[k] for r in rounds[time.thread_time]) for k in best}
+
+    def paired(name, clock):
+        num, den = pairs[name]
+        return statistics.median(r[num] / r[den] for r in rounds[clock])
+
     figures = {
         "pendulum_b1_vs_raw": best["raw_b1"] / best["ours_b1"],
         "pendulum_b256_vs_raw": best["raw_b256"] / best["ours_b256"],
@@ -83,6 +98,9 @@ def main() -> None:
         "pendulum_b1_vs_raw_cpu": cpu["raw_b1"] / cpu["ours_b1"],
         "pendulum_b256_vs_raw_cpu": cpu["raw_b256"] / cpu["ours_b256"],
         "transformed_cost_vs_bare_cpu": cpu["transformed_nonstop"] / cpu["bare_nonstop"],
+        "pendulum_b1_vs_raw_paired_median": paired("b1", time.perf_counter),
+        "pendulum_b256_vs_raw_paired_median": paired("b256", time.perf_counter),
+        "transformed_cost_vs_bare_paired_median": paired("transformed", time.perf_counter),
         "pendulum_b1_us_per_step": best["ours_b1"] / T_SINGLE * 1e6,
         "raw_b1_us_per_step": best["raw_b1"] / T_SINGLE * 1e6,
         "transformed_us_per_step": best["transformed_nonstop"] / T_SINGLE * 1e6,
