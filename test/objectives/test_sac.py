@@ -371,6 +371,25 @@ def test_stacked_mlp_matches_member_by_member():
                                              ["x"], ["y"])) is None
 
 
+def test_stacked_mlp_gradients_match_member_by_member():
+    torch.manual_seed(0)
+    loss = TestSACContract().make_loss(num_qvalue_nets=3)
+    td = batch((2, 3))
+    obs = td["observation"].clone().requires_grad_()
+    params = loss.qvalue_network_params
+    got = loss._q(params, {"observation": obs, "action": td["action"]}, td.batch_size)
+    weights = torch.linspace(0.5, 2.0, got.numel()).reshape(got.shape)
+    leaves = [p for p in params.values(True, True)]
+    got_grads = torch.autograd.grad((got * weights).sum(), leaves + [obs])
+    copies = params.detach().clone().requires_grad_()
+    obs2 = td["observation"].clone().requires_grad_()
+    want = torch.stack([functional(loss.qvalue_network.module, copies[i], obs2, td["action"]) for i in range(3)])
+    want_grads = torch.autograd.grad((want * weights).sum(), list(copies.values(True, True)) + [obs2])
+    torch.testing.assert_close(got, want)
+    for g, w in zip(got_grads, want_grads):
+        torch.testing.assert_close(g, w)
+
+
 def test_list_of_q_networks_and_separate_losses():
     torch.manual_seed(0)
     nets = [q_net(), q_net()]
