@@ -112,10 +112,10 @@ class RewardSum(Transform):
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        for in_key, out_key, _ in self._resolve():
+        for in_key, out_key, _ in self._resolved or self._resolve():
             reward = fast_get(next_tensordict, in_key)
-            previous = fast_get(tensordict, out_key, None)
-            fast_set(next_tensordict, out_key, reward if previous is None else previous + reward)
+            previous = fast_get(tensordict, out_key)
+            fast_set(next_tensordict, out_key, reward if previous is None else previous.add(reward))
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:

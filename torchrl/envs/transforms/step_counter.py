@@ -144,8 +144,11 @@ class StepCounter(Transform):
     def _constants(self, count: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``(1, max_steps)`` as 0-dim int64 tensors on ``count``'s device: tensor operands cost less per step
         than Python scalars, which torch wraps anew on every call. Keyed on ``max_steps`` too, which may change."""
-        cache = self.__dict__.setdefault("_const_cache", {})
         max_steps = self.max_steps
+        last = self.__dict__.get("_const_last")  # the CPU pair used last step: the usual hit
+        if last is not None and last[0] == max_steps and count.is_cpu:
+            return last[1]
+        cache = self.__dict__.setdefault("_const_cache", {})
         key = ("cpu" if count.is_cpu else count.device, max_steps)
         consts = cache.get(key)
         if consts is None:
@@ -153,6 +156,8 @@ class StepCounter(Transform):
             one = torch.ones((), dtype=torch.int64, device=device)
             limit = None if max_steps is None else torch.tensor(max_steps, dtype=torch.int64, device=device)
             consts = cache[key] = (one, limit)
+        if key[0] == "cpu":
+            self.__dict__["_const_last"] = (max_steps, consts)
         return consts
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
