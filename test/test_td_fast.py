@@ -77,3 +77,26 @@ def test_stack_tds_falls_back_on_mismatched_structures():
         torch.stack([a, b], 0)
     with pytest.raises(RuntimeError):
         stack_tds([a, b], 0)  # same error as tensordict's own stack, raised by the fallback
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("resets", [(), (1, 9)])
+def test_stack_tds_shifted_leaves_match_torch_stack(dim, resets):
+    # a rollout's root entries are the previous step's "next" entries (the same tensors), except after a
+    # reset: stacked as [first root value, *stacked next values but the last] with the resets written over
+    steps, obs = [], torch.randn(3, 2)
+    for t in range(16):
+        if t in resets:
+            obs = torch.randn(3, 2)  # a fresh observation: not the previous "next" one
+        nxt_obs = obs + 1
+        chained = TensorDict({"obs": obs, "next": {"obs": nxt_obs}}, [3])
+        chained.set("a", torch.full((3,), float(t)))
+        chained.set("b", chained.get("a"))  # a second list starting with the same tensor objects
+        steps.append(chained)
+        obs = nxt_obs
+    steps[3].set("b", torch.zeros(3))  # "b" diverges from "a": must not be taken for a shifted copy
+    ours, ref = stack_tds(steps, dim), torch.stack(steps, dim)
+    assert (ours == ref).all()
+    assert ours["obs"].is_contiguous()
+    ours["obs"].zero_()  # its own memory, not a view of the "next" stack
+    assert ours["next", "obs"].abs().sum() > 0

@@ -127,21 +127,64 @@ def stack_tds(tds: list[TensorDictBase], dim: int = 0) -> TensorDictBase:
     except _Mismatch:
         return torch.stack(tds, dim)
     n = len(tds)
-    stacked = []
-    for values in sinks:
+    shifted = _shifted_pairs(sinks) if n > 2 else {}
+    stacked: list = [None] * len(sinks)
+    for i, values in enumerate(sinks):
+        if i in shifted:
+            continue
         v0 = values[0]
         if all(v is v0 for v in values):
-            stacked.append(v0.unsqueeze(dim).expand(*v0.shape[:dim], n, *v0.shape[dim:]).clone())
+            stacked[i] = v0.unsqueeze(dim).expand(*v0.shape[:dim], n, *v0.shape[dim:]).clone()
         else:
             try:
                 if dim == 0:
-                    stacked.append(torch.stack(values, 0))
+                    stacked[i] = torch.stack(values, 0)
                 else:  # a contiguous stack then one transposing copy beats a strided stack
-                    stacked.append(torch.stack(values, 0).movedim(0, dim).contiguous())
+                    stacked[i] = torch.stack(values, 0).movedim(0, dim).contiguous()
             except RuntimeError:
                 return torch.stack(tds, dim)
+    for i, (j, exceptions) in shifted.items():  # [values[0], *other's first n - 1], then the exceptions
+        out = torch.cat([sinks[i][0].unsqueeze(dim), stacked[j].narrow(dim, 0, n - 1)], dim)
+        for t in exceptions:
+            out.select(dim, t).copy_(sinks[i][t])
+        stacked[i] = out
     out_batch = torch.Size((*batch[:dim], n, *batch[dim:]))
     return _build(template, iter(stacked), first, out_batch)
+
+
+def _shifted_pairs(sinks: list[list]) -> dict[int, tuple[int, list[int]]]:
+    """``{i: (j, exceptions)}`` where leaf list ``i`` repeats leaf list ``j`` one element later
+    (``sinks[i][t] is sinks[j][t - 1]``) except at the few positions ``exceptions`` (and 0): a rollout's root
+    entries are the previous step's ``"next"`` entries, except after a reset. Every value of list ``i`` that
+    is not taken from list ``j`` has the shape, dtype and device of ``j``'s values."""
+    n = len(sinks[0])
+    by_elem = {}
+    for j, values in enumerate(sinks):
+        for t in (0, 1):
+            by_elem.setdefault(id(values[t]), (j, t))
+    out, targets = {}, set()
+    for i, values in enumerate(sinks):
+        if i in targets:
+            continue
+        for t in (1, 2):  # the first aligned pair, past a reset at step 1
+            hit = by_elem.get(id(values[t]))
+            if hit is not None and hit[1] == t - 1:
+                break
+        else:
+            continue
+        j = hit[0]
+        if j == i or j in out:  # no chains: j is stacked directly
+            continue
+        other = sinks[j]
+        exceptions = [t for t in range(1, n) if values[t] is not other[t - 1]]
+        if len(exceptions) > n // 8:
+            continue
+        o0 = other[0]
+        if all(v.shape == o0.shape and v.dtype == o0.dtype and v.device == o0.device
+               for v in (values[0], *(values[t] for t in exceptions))):
+            out[i] = (j, exceptions)
+            targets.add(j)
+    return out
 
 
 def _build(template: list, leaves, like: TensorDict, batch: torch.Size) -> TensorDict:

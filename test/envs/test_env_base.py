@@ -497,6 +497,20 @@ class TestBadInput:
         td["action"] = torch.ones(2, 1, dtype=torch.int8)
         assert env.step(td)["next", "observation"].tolist() == [[1], [1]]
 
+
+    def test_batched_states_on_unbatched_env_keep_their_checks(self):
+        # the gen_params pattern: an unbatched env stepping a batch of states, checked from a per-batch memo
+        env = PendulumEnv(seed=0)
+        td = env.rand_action(env.reset(env.gen_params(batch_size=[4])))
+        assert env.step(td)["next", "reward"].shape == (4, 1)
+        td["action"] = torch.zeros(4, 2)
+        with pytest.raises(ValueError, match=r"action 'action' has shape \(4, 2\), expected \(4, 1\)"):
+            env.step(td)
+        del td["action"]
+        with pytest.raises(KeyError, match="action key 'action' not found"):
+            env.step(td)
+        other = env.rand_action(env.reset(env.gen_params(batch_size=[3, 2])))
+        assert env.step(other)["next", "reward"].shape == (3, 2, 1)
     def test_action_of_wrong_dtype_in_checking_mode(self):
         env = CountingEnv(run_type_checks=True)
         td = env.reset()

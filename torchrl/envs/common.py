@@ -303,18 +303,18 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         if d["_closed"]:
             self._check_open()
         batch = tensordict.batch_size
-        if batch != d["_batch_size"]:
-            self._check_batch(tensordict, "step")
-            self._check_actions(tensordict)
-        else:
+        if batch == d["_batch_size"]:
             actions = self._hot()[0]
-            if actions is None or type(tensordict) is not TensorDict:  # heterogeneous actions / lazy stacks
-                self._check_actions(tensordict)
-            else:  # the usual case: compare against the spec shapes directly
-                for key, full_shape in actions:
-                    action = fast_get(tensordict, key)
-                    if action is None or action.shape != full_shape:
-                        self._check_actions(tensordict)  # raises with a full message
+        else:  # e.g. an unbatched env stepping a batch of states (TorchRL's gen_params pattern)
+            self._check_batch(tensordict, "step")
+            actions = self._hot_for(batch)[0]
+        if actions is None or type(tensordict) is not TensorDict:  # heterogeneous actions / lazy stacks
+            self._check_actions(tensordict)
+        else:  # the usual case: compare against the spec shapes directly
+            for key, full_shape in actions:
+                action = fast_get(tensordict, key)
+                if action is None or action.shape != full_shape:
+                    self._check_actions(tensordict)  # raises with a full message
         if d["_run_type_checks"]:
             self._type_check(tensordict, self.full_action_spec, "step")
         next_td = self._step_output(tensordict)
@@ -357,6 +357,23 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
                 self.__dict__["_spec_cache"]["_hot"] = hot
         return hot
 
+    def _hot_for(self, batch: torch.Size) -> tuple:
+        """:meth:`_hot` for tensordicts whose batch size differs from the env's (extra leading dims on an
+        unlocked env), cached per batch size (a few of them) while the specs are locked."""
+        cache = self.__dict__["_spec_cache"].get("_hot_for")
+        hot = None if cache is None else cache.get(batch)
+        if hot is None:  # the same checks as _check_actions / _fix_shapes: tensordict batch + event shape
+            checks = self._action_checks()
+            actions = None if any(shape is None for _, shape in checks) else [(k, batch + shape) for k, shape in checks]
+            shapes = [(k, batch + shape) for k, shape in self._reward_done_shapes()]
+            hot = (actions, shapes, self.done_structure)
+            if self.__dict__.get("_specs_locked", False):
+                cache = self.__dict__["_spec_cache"].setdefault("_hot_for", {})
+                if len(cache) >= 16:  # a bounded memo: many distinct batch sizes just recompute
+                    cache.clear()
+                cache[batch] = hot
+        return hot
+
     def _reward_done_shapes(self) -> list[tuple[NestedKey, torch.Size]]:
         def compute():
             n = len(self.batch_size)
@@ -369,10 +386,7 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
     def _fix_shapes(self, next_td: TensorDictBase) -> None:
         """Reshapes rewards/dones returned without their trailing singleton dim (e.g. ``[B]`` for ``[B, 1]``)."""
         batch = next_td.batch_size
-        if batch == self.__dict__["_batch_size"]:
-            plan = self._hot()[1]
-        else:
-            plan = [(key, batch + event_shape) for key, event_shape in self._reward_done_shapes()]
+        plan = self._hot()[1] if batch == self.__dict__["_batch_size"] else self._hot_for(batch)[1]
         for key, expected in plan:
             value = fast_get(next_td, key)
             if value is None:
