@@ -347,26 +347,26 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         shapes or None, reward/done full shapes, done structure)``."""
         hot = self.__dict__["_spec_cache"].get("_hot")
         if hot is None:
-            batch = self.batch_size
-            checks = self._action_checks()
-            # None: some action is heterogeneous (lazily stacked), checked by _check_actions
-            actions = None if any(shape is None for _, shape in checks) else [(k, batch + shape) for k, shape in checks]
-            shapes = [(k, batch + shape) for k, shape in self._reward_done_shapes()]
-            hot = (actions, shapes, self.done_structure)
+            hot = self._hot_plan(self.batch_size)
             if self.__dict__.get("_specs_locked", False):
                 self.__dict__["_spec_cache"]["_hot"] = hot
         return hot
+
+    def _hot_plan(self, batch: torch.Size) -> tuple:
+        """:meth:`_hot`'s tuple for tensordicts of batch size ``batch`` (batch + each entry's event shape)."""
+        checks = self._action_checks()
+        # None: some action is heterogeneous (lazily stacked), checked by _check_actions
+        actions = None if any(shape is None for _, shape in checks) else [(k, batch + shape) for k, shape in checks]
+        shapes = [(k, batch + shape) for k, shape in self._reward_done_shapes()]
+        return actions, shapes, self.done_structure
 
     def _hot_for(self, batch: torch.Size) -> tuple:
         """:meth:`_hot` for tensordicts whose batch size differs from the env's (extra leading dims on an
         unlocked env), cached per batch size (a few of them) while the specs are locked."""
         cache = self.__dict__["_spec_cache"].get("_hot_for")
         hot = None if cache is None else cache.get(batch)
-        if hot is None:  # the same checks as _check_actions / _fix_shapes: tensordict batch + event shape
-            checks = self._action_checks()
-            actions = None if any(shape is None for _, shape in checks) else [(k, batch + shape) for k, shape in checks]
-            shapes = [(k, batch + shape) for k, shape in self._reward_done_shapes()]
-            hot = (actions, shapes, self.done_structure)
+        if hot is None:
+            hot = self._hot_plan(batch)
             if self.__dict__.get("_specs_locked", False):
                 cache = self.__dict__["_spec_cache"].setdefault("_hot_for", {})
                 if len(cache) >= 16:  # a bounded memo: many distinct batch sizes just recompute

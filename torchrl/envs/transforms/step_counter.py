@@ -38,13 +38,6 @@ class _Group:
             return None
         return self.top
 
-    def __deepcopy__(self, memo):
-        out = _Group.__new__(_Group)
-        for name in ("count", "truncated", "done", "reset", "shape"):
-            setattr(out, name, getattr(self, name))
-        out.last, out.top = None, 0
-        return out
-
 
 class StepCounter(Transform):
     """Writes ``step_count`` (steps since the episode began) and, with ``max_steps``, truncates.

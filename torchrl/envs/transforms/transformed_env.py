@@ -203,24 +203,6 @@ class TransformedEnv(EnvBase):
         next_td = self.__dict__["_base"]._step_output(td_in)
         return transform._step(tensordict, next_td)
 
-    def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
-        d = self.__dict__
-        plain = d.get("_plain_step")
-        if plain is None:  # a subclass with its own _step or _fix_shapes takes the generic path
-            cls = type(self)
-            plain = d["_plain_step"] = (
-                cls._step is TransformedEnv._step and cls._fix_shapes is TransformedEnv._fix_shapes
-            )
-        if not plain or d["_run_type_checks"]:
-            return super()._step_output(tensordict)
-        # _step inlined; _fix_shapes is a no-op here
-        transform = d["_transform_ref"]
-        next_td = transform._step(tensordict, d["_base"]._step_output(transform.inv(tensordict)))
-        if type(next_td) is not TensorDict and not isinstance(next_td, TensorDictBase):
-            raise TypeError(f"{type(self).__name__}: the transforms must return a TensorDict, got {type(next_td).__name__}.")
-        self._hot()[2].complete(next_td)
-        return next_td
-
     def _reset(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
         transform = self.transform
         td_in = transform._reset_env_preprocess(tensordict.copy() if tensordict is not None else None)

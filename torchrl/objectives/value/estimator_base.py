@@ -318,7 +318,7 @@ class ValueEstimatorBase(TensorDictModuleBase):
             and done.shape == shape
             and terminated.shape == shape
             and (value is None or value.shape == shape)
-            and all(t.shape == shape for t in extra.values())
+            and (not extra or all(t.shape == shape for t in extra.values()))
         ):
             return
         vk = self.value_key

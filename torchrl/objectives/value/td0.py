@@ -96,9 +96,7 @@ class TD0Estimator(ValueEstimatorBase):
 
     def _target(self, td, next_value, time_dim):
         reward, done, terminated = self._signals(td, next_value)
-        shape = next_value.shape
-        if not (reward.shape == shape and done.shape == shape and terminated.shape == shape):
-            self._check(None, next_value, reward, done, terminated)  # raises, naming every entry
+        self._check(None, next_value, reward, done, terminated)
         gamma = self._host_scalar("gamma", reward.dtype)
         if gamma is not None:  # the usual case: one fused multiply-add
             return _td0(gamma, next_value, reward, terminated)
