@@ -1,4 +1,6 @@
 """The fast TensorDict helpers of ``torchrl._td`` agree with tensordict's public API on every route."""
+import pickle
+
 import pytest
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict
@@ -42,6 +44,23 @@ def test_fast_set_matches_public_set():
     assert td.get("new") is value
 
 
+def test_fast_set_respects_locks_and_consolidation():
+    locked = _nested().lock_()
+    with pytest.raises(RuntimeError, match="locked"):
+        fast_set(locked, "new", torch.zeros(3))
+    assert "new" not in locked.keys()
+    locked.unlock_()
+    fast_set(locked, "new", torch.zeros(3))  # unlocked again: the direct route
+    assert "new" in locked.keys()
+    # an unpickled consolidated copy is unlocked but still consolidated: tensordict's own route marks it stale
+    consolidated = pickle.loads(pickle.dumps(_nested().consolidate()))
+    assert "_consolidated" in consolidated.__dict__ and not consolidated.is_locked
+    value = torch.full((3, 2), 5.0)
+    fast_set(consolidated, "a", value)
+    assert consolidated.get("a") is value
+    assert (pickle.loads(pickle.dumps(consolidated))["a"] == 5.0).all()
+
+
 def test_new_td_and_shallow_dict():
     source = {"x": torch.zeros(2, 3)}
     td = new_td(source, torch.Size([2]))
@@ -55,6 +74,25 @@ def test_new_td_and_shallow_dict():
 def test_any_true():
     assert any_true(torch.tensor([True])) and not any_true(torch.tensor([False]))
     assert any_true(torch.tensor([False, True])) and not any_true(torch.zeros(3, dtype=torch.bool))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.zeros(256, 1, dtype=torch.bool),
+        lambda: torch.zeros(256, 1, dtype=torch.bool).index_fill_(0, torch.tensor([255]), True),
+        lambda: torch.zeros(0, dtype=torch.bool),
+        lambda: torch.eye(4, dtype=torch.bool)[:, 0],  # non-contiguous, one True
+        lambda: torch.eye(4, dtype=torch.bool)[1:, 0],  # non-contiguous, all False
+        lambda: torch.tensor([0, 2], dtype=torch.uint8).view(torch.bool),  # a non-canonical True byte
+        lambda: torch.tensor([0.0, 0.5]),  # not bool: the torch route
+        lambda: torch.zeros(7, 3, dtype=torch.bool),
+    ],
+)
+def test_any_true_matches_torch_any(make):
+    t = make()
+    assert any_true(t) is bool(t.any())
+    assert any_true(t) is bool(t.any())  # the cached zero bytes give the same answer again
 
 
 @pytest.mark.parametrize("dim", [0, 1])

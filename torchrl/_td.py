@@ -37,15 +37,36 @@ def fast_get(td: TensorDictBase, key, default: Any = None):
     return td.get(key, default)
 
 
+_ZERO_BYTES: dict[int, bytes] = {}
+
+
 def any_true(t: torch.Tensor) -> bool:
-    """``bool(t.any())`` with a single read for one-element tensors."""
-    return bool(t) if t.numel() == 1 else bool(t.any())
+    """``bool(t.any())`` with a single read for one-element tensors, and no torch op for CPU bool tensors:
+    comparing their bytes with zeros costs about half of ``any`` plus a read."""
+    if t.numel() == 1:
+        return bool(t)
+    if t.dtype is torch.bool and t.is_cpu:
+        try:
+            raw = t.numpy().tobytes()
+        except (RuntimeError, TypeError):  # tensor subclasses, functorch wrappers: the torch route
+            return bool(t.any())
+        zeros = _ZERO_BYTES.get(len(raw))
+        if zeros is None:
+            if len(_ZERO_BYTES) >= 64:
+                _ZERO_BYTES.clear()
+            zeros = _ZERO_BYTES[len(raw)] = bytes(len(raw))
+        return raw != zeros
+    return bool(t.any())
 
 
 def fast_set(td: TensorDictBase, key, value: torch.Tensor) -> None:
     """``td.set(key, value)`` for values already known to have ``td``'s batch shape and device."""
     if type(td) is _TD and type(key) is str:
-        td._set_str(key, value, inplace=False, validated=True, non_blocking=False)
+        d = td.__dict__
+        if not d.get("_is_locked") and "_consolidated" not in d:  # what _set_str checks, minus its calls
+            td._tensordict[key] = value
+        else:
+            td._set_str(key, value, inplace=False, validated=True, non_blocking=False)
     else:
         td.set(key, value)
 

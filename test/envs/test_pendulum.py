@@ -194,6 +194,76 @@ class TestBatching:
         assert after[0] == before[0] and after[2] == before[2] and after[1] != before[1]
 
 
+class TestStepCaches:
+    """The step reuses ``sin(th)`` from the previous step and keeps its constants between steps: neither may
+    go stale when the state or the parameters change in between."""
+
+    @staticmethod
+    def _fresh_step(td):
+        return PendulumEnv(seed=0).step(td.clone())["next"]  # a new env: no memo, no cached constants
+
+    def test_state_edited_in_place_between_steps(self):
+        env = PendulumEnv(seed=0)
+        td = env.reset()
+        td["action"] = torch.tensor([0.5])
+        td = env.step_mdp(env.step(td))
+        td["th"].add_(1.0)  # same tensor, new version: the memoised sin(th) no longer applies
+        td["action"] = torch.tensor([0.5])
+        expected = self._fresh_step(td)
+        torch.testing.assert_close(env.step(td)["next", "thdot"], expected["thdot"], rtol=0, atol=0)
+
+    def test_state_replaced_between_steps(self):
+        env = PendulumEnv(seed=0)
+        td = env.step_mdp(env.step(env.reset().set("action", torch.tensor([0.5]))))
+        td["th"] = td["th"] + 1.0
+        td["action"] = torch.tensor([0.5])
+        torch.testing.assert_close(env.step(td)["next", "thdot"], self._fresh_step(td)["thdot"], rtol=0, atol=0)
+
+    def test_memoised_rollout_equals_step_by_step_fresh_envs(self):
+        torch.manual_seed(0)
+        env = PendulumEnv(seed=0)
+        data = env.rollout(20)
+        for t in range(20):
+            step = data[t].exclude("next")
+            torch.testing.assert_close(data[t]["next", "thdot"], self._fresh_step(step)["thdot"], rtol=0, atol=0)
+
+    def test_parameter_edited_in_place(self):
+        env = PendulumEnv(seed=0)
+        td = env.reset()
+        td["th"], td["thdot"], td["action"] = torch.tensor(1.0), torch.tensor(0.0), torch.zeros(1)
+        with_gravity = env.step(td.clone())["next", "thdot"]
+        td["params", "g"].zero_()
+        assert with_gravity.item() > 0.1 and env.step(td.clone())["next", "thdot"].item() == 0.0
+
+    def test_differentiable_parameters_across_two_backward_passes(self):
+        # products of parameters that require grad belong to one graph: they are not kept for the next step
+        env = PendulumEnv(seed=0)
+        params = env.gen_params()
+        g = torch.tensor(10.0, requires_grad=True)
+        params["params", "g"] = g
+        start = env.reset(params)
+        grads = []
+        for _ in range(2):
+            td = start.copy()  # shallow: the very same parameter tensors at each pass
+            td["action"] = torch.zeros(1)
+            td = env.step_mdp(env.step(td))
+            td["action"] = torch.zeros(1)
+            env.step(td)["next", "reward"].sum().backward()
+            grads.append(g.grad.clone())
+            g.grad = None
+        torch.testing.assert_close(grads[0], grads[1])
+        assert grads[0].abs().item() > 0
+
+    def test_float64_state(self):
+        env = PendulumEnv(seed=0)
+        td = env.reset()
+        td64 = td.apply(lambda t: t.double() if t.is_floating_point() else t)
+        td["action"], td64["action"] = torch.tensor([1.0]), torch.tensor([1.0], dtype=torch.float64)
+        out64 = env.step(td64)["next"]
+        assert out64["thdot"].dtype == torch.float64 and out64["reward"].dtype == torch.float64
+        torch.testing.assert_close(out64["thdot"].float(), env.step(td)["next", "thdot"])
+
+
 class TestSeeding:
     def test_same_seed_same_episode(self):
         def run(seed):

@@ -6,6 +6,7 @@ import math
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from torchrl._scalars import scalar
 from torchrl._td import fast_get, new_td
 from torchrl.data.tensor_specs import Bounded, Composite, Unbounded
 from torchrl.envs.common import EnvBase
@@ -62,6 +63,8 @@ class PendulumEnv(EnvBase):
         self._generator = torch.Generator(device=self.device if self.device is not None else "cpu")
         self._make_spec(td_params)
         self._constant_cache: tuple | None = None
+        self._sin_memo: tuple | None = None
+        self._done_templates: dict = {}
         if seed is None:
             seed = int(torch.empty((), dtype=torch.int64).random_().item())
         self._set_seed(seed)
@@ -136,57 +139,81 @@ class PendulumEnv(EnvBase):
             device=self.device,
         )
 
-    def _constants(self, params: TensorDictBase) -> tuple:
-        """``(a, b, dt, max_speed, max_torque)`` with ``a = 3g/(2l)`` and ``b = 3/(m l^2)``.
+    def _constants(self, params: TensorDictBase, like: torch.Tensor) -> tuple:
+        """``(a dt, b dt, dt, -max_speed, max_speed, -max_torque, max_torque, pi, 2 pi)`` with ``a = 3g/(2l)``
+        and ``b = 3/(m l^2)``, as tensors ready for the step's fused ops.
 
-        Recomputed only when a parameter tensor is replaced or modified in place. Parameters shared by the
-        whole batch become Python floats (cheapest kernels); per-pendulum or differentiable parameters stay
-        tensors, with ``a`` and ``b`` then premultiplied by ``dt``.
+        Parameters shared by the whole batch (the usual case) become 0-dim tensors of the state's dtype
+        (cheaper in every op than Python numbers); per-pendulum parameters stay batched tensors. Recomputed
+        only when a parameter tensor is replaced or modified in place, and at every step for parameters that
+        require grad (their products belong to the current graph).
         """
         leaves = tuple(fast_get(params, k) for k in ("g", "m", "l", "dt", "max_speed", "max_torque"))
         versions = tuple(t._version for t in leaves)
         cache = self._constant_cache
-        if cache is not None and cache[1] == versions and all(a is b for a, b in zip(cache[0], leaves)):
+        if (
+            cache is not None
+            and cache[1] == versions
+            and cache[3] is like.dtype
+            and all(a is b for a, b in zip(cache[0], leaves))
+        ):
             return cache[2]
-        uniform = all(
+        differentiable = torch.is_grad_enabled() and any(t.requires_grad for t in leaves)
+        uniform = not differentiable and all(
             not t.requires_grad and (t.ndim == 0 or bool((t == t.reshape(-1)[0]).all())) for t in leaves
         )
-        if uniform:  # one set of parameters for the whole batch (the usual case): plain floats
+        if uniform:  # one set of parameters for the whole batch
             g, m, l, dt, max_speed, max_torque = (float(t.reshape(-1)[0]) for t in leaves)
-            consts = (3 * g / (2 * l), 3.0 / (m * l * l), dt, max_speed, max_torque)
-        else:  # per-pendulum parameters (or differentiable ones): tensors, with the products precomputed
+            values = (3 * g / (2 * l) * dt, 3.0 / (m * l * l) * dt, dt, -max_speed, max_speed, -max_torque, max_torque)
+            consts = tuple(scalar(v, like.dtype, like.device) for v in values)
+        else:  # per-pendulum (or differentiable) parameters: batched tensors
             g, m, l, dt, max_speed, max_torque = leaves
-            consts = (3 * g / (2 * l) * dt, 3.0 / (m * l * l) * dt, dt, max_speed, max_torque)
-        self._constant_cache = (leaves, versions, consts)
+            consts = (3 * g / (2 * l) * dt, 3.0 / (m * l * l) * dt, dt, -max_speed, max_speed, -max_torque, max_torque)
+        consts += (scalar(math.pi, like.dtype, like.device), scalar(2 * math.pi, like.dtype, like.device))
+        self._constant_cache = None if differentiable else (leaves, versions, consts, like.dtype)
         return consts
+
+    def _sin(self, th: torch.Tensor) -> torch.Tensor:
+        """``sin(th)``, reusing the one the previous step computed for the observation when ``th`` is that
+        step's new angle, untouched (same tensor, same version)."""
+        memo = self._sin_memo
+        if memo is not None and memo[0] is th and memo[1] == th._version:
+            return memo[2]
+        return th.sin()
+
+    def _done_template(self, batch: torch.Size, like: torch.Tensor) -> torch.Tensor:
+        """A ``[*batch, 1]`` bool tensor on ``like``'s device to copy the step's all-False ``done`` from
+        (``zeros_like`` costs less than ``zeros`` with a shape, dtype and device)."""
+        template = self._done_templates.get(batch)
+        if template is None or template.device != like.device:
+            if len(self._done_templates) >= 16:
+                self._done_templates.clear()
+            template = self._done_templates[batch] = torch.zeros((*batch, 1), dtype=torch.bool, device=like.device)
+        return template
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         th = fast_get(tensordict, "th")
         thdot = fast_get(tensordict, "thdot")
         params = fast_get(tensordict, "params")
-        a, b, dt, max_speed, max_torque = self._constants(params)
-        u = fast_get(tensordict, "action").squeeze(-1)
-        if isinstance(max_torque, float):
-            u = u.clamp(-max_torque, max_torque)
-            # thdot' = clip(thdot + (a sin th + b u) dt), written with fused ops
-            new_thdot = (thdot + torch.add(th.sin() * (a * dt), u, alpha=b * dt)).clamp(-max_speed, max_speed)
-            new_th = torch.add(th, new_thdot, alpha=dt)
-        else:  # tensor parameters: a and b already include dt
-            u = torch.clamp(u, min=-max_torque, max=max_torque)
-            new_thdot = torch.addcmul(torch.addcmul(thdot, th.sin(), a), u, b)
-            new_thdot = torch.clamp(new_thdot, min=-max_speed, max=max_speed)
-            new_th = torch.addcmul(th, new_thdot, dt)
-        norm = self.angle_normalize(th)
+        a_dt, b_dt, dt, min_speed, max_speed, min_torque, max_torque, pi, two_pi = self._constants(params, th)
+        u = fast_get(tensordict, "action").squeeze(-1).clamp(min_torque, max_torque)
+        # thdot' = clip(thdot + (a sin th + b u) dt), th' = th + thdot' dt
+        new_thdot = torch.addcmul(torch.addcmul(thdot, self._sin(th), a_dt), u, b_dt).clamp(min_speed, max_speed)
+        new_th = torch.addcmul(th, new_thdot, dt)
+        norm = torch.remainder(th + pi, two_pi) - pi
         cost = torch.addcmul(torch.addcmul(norm * norm, thdot, thdot, value=0.1), u, u, value=0.001)
+        sin_new = new_th.sin()
+        # (written through __dict__: nn.Module.__setattr__ costs more than the rest of this line)
+        self.__dict__["_sin_memo"] = None if sin_new.requires_grad else (new_th, new_th._version, sin_new)
         batch = tensordict.batch_size
         return new_td(
             {
                 "th": new_th,
                 "thdot": new_thdot,
                 "params": params,
-                "observation": torch.stack([new_th.cos(), new_th.sin(), new_thdot], -1),
+                "observation": torch.stack([new_th.cos(), sin_new, new_thdot], -1),
                 "reward": cost.neg().unsqueeze(-1),
-                "done": torch.zeros((*batch, 1), dtype=torch.bool, device=th.device),
+                "done": torch.zeros_like(self._done_template(batch, th)),
             },
             batch,
             self.device,

@@ -176,8 +176,8 @@ class StepCounter(Transform):
                 if top is not None:
                     g.last, g.top = (new, new._version), top
                     if top < max_steps:  # no episode reached the limit: the env's own flags stand
-                        if previous is None:  # all False (the cheapest fresh tensor of them)
-                            fast_set(next_tensordict, g.truncated, new.ge(limit))
+                        if previous is None:  # all False: a fresh copy of done's shape (cheaper than new >= limit)
+                            fast_set(next_tensordict, g.truncated, new.ge(limit) if done is None else torch.zeros_like(done))
                         continue
             truncated = new.ge(limit)  # a fresh tensor: safe to update in place
             if previous is not None:
