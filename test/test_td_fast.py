@@ -71,6 +71,17 @@ def test_new_td_and_shallow_dict():
     assert shallow_dict(LazyStackedTensorDict.lazy_stack([td, td])) is None
 
 
+def test_new_td_convert_dicts():
+    sub = TensorDict({"b": torch.ones(2)}, [2])
+    source = {"x": torch.zeros(2, 3), "sub": sub}
+    flat = new_td(source, torch.Size([2]), convert_dicts=False)
+    assert flat.get("sub") is sub and flat.get("x") is source["x"] and flat.batch_size == (2,)
+    source["y"] = torch.ones(2)  # the TensorDict holds its own entry dict
+    assert "y" not in flat.keys()
+    converted = new_td({"d": {"z": torch.ones(2)}}, torch.Size([2]))  # the default turns plain dicts into TensorDicts
+    assert isinstance(converted.get("d"), TensorDict) and converted.get(("d", "z")).shape == (2,)
+
+
 def test_any_true():
     assert any_true(torch.tensor([True])) and not any_true(torch.tensor([False]))
     assert any_true(torch.tensor([False, True])) and not any_true(torch.zeros(3, dtype=torch.bool))

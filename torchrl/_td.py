@@ -71,9 +71,15 @@ def fast_set(td: TensorDictBase, key, value: torch.Tensor) -> None:
         td.set(key, value)
 
 
-def new_td(source: dict, batch_size: torch.Size, device: torch.device | None = None) -> TensorDict:
-    """A TensorDict over ``source`` (not copied), without per-entry validation."""
-    return _TD._new_unsafe(source, batch_size=batch_size, device=device)
+def new_td(
+    source: dict, batch_size: torch.Size, device: torch.device | None = None, *, convert_dicts: bool = True
+) -> TensorDict:
+    """A TensorDict over ``source`` (not copied), without per-entry validation.
+
+    ``convert_dicts=False`` promises that no value is a plain ``dict`` (only tensors and TensorDicts), which
+    skips the per-entry type test that turns such dicts into sub-TensorDicts.
+    """
+    return _TD._new_unsafe(source, batch_size=batch_size, device=device, nested=convert_dicts)
 
 
 def shallow_dict(td: TensorDictBase) -> dict | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterable
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
 from torchrl._td import any_true, fast_get, fast_set
@@ -18,6 +18,7 @@ from torchrl._td import any_true, fast_get, fast_set
 __all__ = ["DoneStructure", "as_tuple", "from_tuple"]
 
 DONE_NAMES = ("done", "terminated", "truncated")
+_TD = TensorDict
 
 
 def as_tuple(key: NestedKey) -> tuple[str, ...]:
@@ -73,6 +74,9 @@ class DoneStructure:
         self.done_keys_groups: list[list[NestedKey]] = [g.keys for g in self.groups]
         # Groups that the env may return partially and that need completing.
         self._completable = [g for g in self.groups if g.done is not None]
+        # complete() has nothing to do when all these top-level keys are present (``None``: some are nested)
+        flat = [k for g in self._completable for k in (g.done, g.terminated, g.truncated) if k is not None]
+        self._complete_keys = frozenset(flat) if all(type(k) is str for k in flat) else None
         # The common layout (one group with a done entry) gets a short path in any_done.
         self._single = (self.groups[0].done, self.groups[0].reset_key) if len(self.groups) == 1 and self.groups[0].done is not None else None
 
@@ -82,6 +86,9 @@ class DoneStructure:
         ``terminated`` defaults to ``done``; ``truncated`` to all-False; ``done`` to
         ``terminated | truncated``.
         """
+        keys = self._complete_keys
+        if keys is not None and type(data) is _TD and data._tensordict.keys() >= keys:
+            return data  # e.g. a transformed env whose base env and transforms wrote every entry
         for g in self._completable:
             done = fast_get(data, g.done)
             terminated = fast_get(data, g.terminated) if g.terminated is not None else None

@@ -58,7 +58,7 @@ def _structure_copy(sub: TensorDict, extra: TensorDict | None) -> TensorDict:
         for k, v in extra._tensordict.items():
             if k not in entries:
                 entries[k] = _structure_copy(v, None) if type(v) is TensorDict else v
-    return new_td(entries, sub.batch_size)
+    return new_td(entries, sub.batch_size, convert_dicts=False)
 
 
 def fast_step_mdp(root: TensorDict, nxt: TensorDict, drop_next: frozenset, drop_root: frozenset) -> TensorDict:
@@ -81,7 +81,7 @@ def fast_step_mdp(root: TensorDict, nxt: TensorDict, drop_next: frozenset, drop_
         if k in out or k in drop_root or k == "next":
             continue
         out[k] = _structure_copy(v, None) if type(v) is TensorDict else v
-    return new_td(out, nxt.batch_size, nxt.device)
+    return new_td(out, nxt.batch_size, nxt.device, convert_dicts=False)
 
 
 def prune_emptied(td: TensorDictBase, removed: set[tuple[str, ...]]) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import operator
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -15,6 +16,8 @@ from torchrl.envs.utils import make_composite_from_td as _make_composite_from_td
 __all__ = ["PendulumEnv"]
 
 _DEFAULTS = {"max_speed": 8.0, "max_torque": 2.0, "dt": 0.05, "m": 1.0, "l": 1.0}
+_PARAM_NAMES = ("g", "m", "l", "dt", "max_speed", "max_torque")
+_VERSION = operator.attrgetter("_version")
 
 
 class PendulumEnv(EnvBase):
@@ -148,16 +151,19 @@ class PendulumEnv(EnvBase):
         only when a parameter tensor is replaced or modified in place, and at every step for parameters that
         require grad (their products belong to the current graph).
         """
-        leaves = tuple(fast_get(params, k) for k in ("g", "m", "l", "dt", "max_speed", "max_torque"))
-        versions = tuple(t._version for t in leaves)
-        cache = self._constant_cache
+        # the check runs at every step: all of params' entries, compared by identity and version in C loops
+        entries = tuple(params._tensordict.values()) if type(params) is TensorDict else None
+        cache = self.__dict__["_constant_cache"]
         if (
             cache is not None
-            and cache[1] == versions
+            and entries is not None
+            and len(entries) == len(cache[0])
+            and all(map(operator.is_, entries, cache[0]))
+            and tuple(map(_VERSION, entries)) == cache[1]
             and cache[3] is like.dtype
-            and all(a is b for a, b in zip(cache[0], leaves))
         ):
             return cache[2]
+        leaves = tuple(fast_get(params, k) for k in _PARAM_NAMES)
         differentiable = torch.is_grad_enabled() and any(t.requires_grad for t in leaves)
         uniform = not differentiable and all(
             not t.requires_grad and (t.ndim == 0 or bool((t == t.reshape(-1)[0]).all())) for t in leaves
@@ -170,7 +176,9 @@ class PendulumEnv(EnvBase):
             g, m, l, dt, max_speed, max_torque = leaves
             consts = (3 * g / (2 * l) * dt, 3.0 / (m * l * l) * dt, dt, -max_speed, max_speed, -max_torque, max_torque)
         consts += (scalar(math.pi, like.dtype, like.device), scalar(2 * math.pi, like.dtype, like.device))
-        self._constant_cache = None if differentiable else (leaves, versions, consts, like.dtype)
+        cacheable = not differentiable and entries is not None and all(type(t) is torch.Tensor for t in entries)
+        cache = (entries, tuple(map(_VERSION, entries)), consts, like.dtype) if cacheable else None
+        self.__dict__["_constant_cache"] = cache
         return consts
 
     def _sin(self, th: torch.Tensor) -> torch.Tensor:
@@ -217,4 +225,5 @@ class PendulumEnv(EnvBase):
             },
             batch,
             self.device,
+            convert_dicts=False,
         )

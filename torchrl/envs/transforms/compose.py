@@ -151,7 +151,7 @@ class Compose(Transform):
         return seq
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        for t in self._sequence_cached():
+        for t in self.__dict__.get("_sequence") or self._sequence_cached():
             next_tensordict = t._step(tensordict, next_tensordict)
         return next_tensordict
 

@@ -31,13 +31,6 @@ class _Group:
         self.last = None
         self.top = 0
 
-    def known_top(self, count: torch.Tensor) -> int | None:
-        """The largest value of ``count`` if it is the counter written last step, unchanged since."""
-        last = self.last
-        if last is None or last[0] is not count or last[1] != count._version:
-            return None
-        return self.top
-
 
 class StepCounter(Transform):
     """Writes ``step_count`` (steps since the episode began) and, with ``max_steps``, truncates.
@@ -155,12 +148,16 @@ class StepCounter(Transform):
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         max_steps, update_done = self.max_steps, self.update_done
+        last_consts = self.__dict__.get("_const_last")  # (max_steps, (one, limit)) used last on CPU: the usual hit
         for g in self._groups or self._get_groups():
             count = fast_get(tensordict, g.count)
             if count is None:
                 done = fast_get(next_tensordict, g.done)
                 count = torch.zeros(done.shape, dtype=torch.int64, device=done.device)
-            one, limit = self._constants(count)
+            if last_consts is not None and last_consts[0] == max_steps and count.is_cpu:
+                one, limit = last_consts[1]
+            else:
+                one, limit = self._constants(count)
             new = count.add(one)
             fast_set(next_tensordict, g.count, new)
             if limit is None:
@@ -168,11 +165,13 @@ class StepCounter(Transform):
             previous = fast_get(next_tensordict, g.truncated)
             done = fast_get(next_tensordict, g.done) if update_done else None
             if done is not None or not update_done:
-                top = g.known_top(count)
-                if top is not None:
-                    top += 1
+                last = g.last  # the counter written last step, if it came back unchanged: its top is known
+                if last is not None and last[0] is count and last[1] == count._version:
+                    top = g.top + 1
                 elif new.is_cpu:  # after a reset or an outside edit: one read (never waits for a device)
                     top = int(new.max()) if new.numel() else 0
+                else:
+                    top = None
                 if top is not None:
                     g.last, g.top = (new, new._version), top
                     if top < max_steps:  # no episode reached the limit: the env's own flags stand

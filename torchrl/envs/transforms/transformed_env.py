@@ -199,7 +199,8 @@ class TransformedEnv(EnvBase):
     # -- env contract ----------------------------------------------------------------------------------
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         transform = self.__dict__["_transform_ref"]
-        td_in = transform.inv(tensordict)
+        # a Compose remembers whether any of its transforms has an inverse: skip the call when none has
+        td_in = tensordict if transform.__dict__.get("_inverse_flag") is False else transform.inv(tensordict)
         next_td = self.__dict__["_base"]._step_output(td_in)
         return transform._step(tensordict, next_td)
 
