@@ -60,12 +60,38 @@ def children() -> set[int]:
     return out
 
 
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _foreign_torch_file(name: str) -> bool:
+    """A torch shared-memory file (``torch_<pid>_...``) made by a live process outside this one's tree, e.g.
+    another test worker running at the same time."""
+    parts = name.split("_")
+    if len(parts) < 3 or parts[0] != "torch" or not parts[1].isdigit():
+        return False
+    pid, me = int(parts[1]), os.getpid()
+    while pid not in (None, 0, 1):
+        if pid == me:
+            return False
+        pid = _parent(pid)
+    return int(parts[1]) != me and _parent(int(parts[1])) is not None
+
+
 def shm_files() -> set[str]:
-    """Shared-memory files, minus other processes' collector files (tests may run in parallel workers)."""
+    """Shared-memory files, minus other processes' collector and torch files (tests may run in parallel
+    workers)."""
     if not os.path.isdir("/dev/shm"):
         return set()
     mine = f"torchrl-collector-{os.getpid()}-"
-    return {f for f in os.listdir("/dev/shm") if not f.startswith("torchrl-collector-") or f.startswith(mine)}
+    return {
+        f for f in os.listdir("/dev/shm")
+        if (not f.startswith("torchrl-collector-") or f.startswith(mine)) and not _foreign_torch_file(f)
+    }
 
 
 @pytest.fixture

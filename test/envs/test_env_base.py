@@ -600,3 +600,50 @@ def test_step_keeps_next_entries_written_by_the_policy():
     env.step(td)
     assert td["next", "h"].tolist() == [1.0]
     assert "observation" in td["next"].keys()
+
+
+class _NestedReset(EnvBase):
+    """Resets write ``("sub", "y")``; the input may carry other ``"sub"`` entries."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.observation_spec = Composite(sub=Composite(y=Unbounded((2,)), shape=()), shape=())
+        self.action_spec = Bounded(-1.0, 1.0, (1,))
+
+    def _reset(self, tensordict, **kwargs):
+        return TensorDict({"sub": TensorDict({"y": torch.ones(2)}, [])}, [])
+
+    def _step(self, tensordict):
+        return TensorDict({"sub": TensorDict({"y": torch.ones(2)}, []), "reward": torch.zeros(1), "done": torch.zeros(1, dtype=torch.bool)}, [])
+
+    def _set_seed(self, seed):
+        pass
+
+
+def test_reset_merges_nested_outputs_without_touching_the_input():
+    env = _NestedReset()
+    z = torch.full((2,), 7.0)
+    given = TensorDict(
+        {"sub": TensorDict({"y": torch.zeros(2), "z": z}, []), "other": torch.zeros(3),
+         "_reset": torch.ones(1, dtype=torch.bool), "next": TensorDict({}, [])},
+        [], device="cpu",
+    )
+    out = env.reset(given)
+    assert out["sub", "y"].tolist() == [1.0, 1.0]  # the reset output wins
+    assert out["sub", "z"] is z and out["other"] is given["other"]  # the input's other entries, not copied
+    assert "_reset" not in out.keys() and "next" not in out.keys()
+    assert given["sub", "y"].tolist() == [0.0, 0.0] and set(given["sub"].keys()) == {"y", "z"}  # input unchanged
+    assert out["sub"] is not given["sub"]
+    assert out.device == given.device
+
+
+def test_reset_with_nested_reset_keys_leaves_the_input_unchanged():
+    # nested done groups: tensordict's own exclude/update route, on a fresh structure
+    env = NestedCountingEnv(nest_done=True, nest_reward=True, nested_dim=2)
+    td = env.rand_step(env.reset())
+    nxt = env.step_mdp(td)
+    data_before = set(nxt["data"].keys())
+    nxt["data", "_reset"] = torch.ones_like(nxt["data", "done"])
+    out = env.reset(nxt)
+    assert ("data", "_reset") not in out.keys(True)
+    assert set(nxt["data"].keys()) == data_before | {"_reset"}  # the input keeps its own entries

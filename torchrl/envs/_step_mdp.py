@@ -5,7 +5,7 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, is_ten
 
 from torchrl._td import new_td
 
-__all__ = ["merge_missing", "fast_step_mdp", "prune_emptied", "structure_copy"]
+__all__ = ["merge_missing", "merge_structures", "fast_step_mdp", "prune_emptied", "structure_copy"]
 
 
 def merge_missing(dest: TensorDictBase, src: TensorDictBase, exclude: set[tuple[str, ...]], prefix: tuple[str, ...]) -> None:
@@ -46,6 +46,12 @@ def structure_copy(td: TensorDictBase) -> TensorDictBase:
     return out
 
 
+def merge_structures(sub: TensorDict, extra: TensorDict) -> TensorDict:
+    """A new TensorDict tree over ``sub``'s tensors plus ``extra``'s entries that ``sub`` lacks (plain
+    TensorDicts; neither is modified)."""
+    return _structure_copy(sub, extra)
+
+
 def _structure_copy(sub: TensorDict, extra: TensorDict | None) -> TensorDict:
     """A new TensorDict structure over ``sub``'s tensors, plus ``extra``'s entries that ``sub`` lacks."""
     entries = {}
@@ -58,7 +64,7 @@ def _structure_copy(sub: TensorDict, extra: TensorDict | None) -> TensorDict:
         for k, v in extra._tensordict.items():
             if k not in entries:
                 entries[k] = _structure_copy(v, None) if type(v) is TensorDict else v
-    return new_td(entries, sub.batch_size, convert_dicts=False)
+    return new_td(entries, sub.batch_size, sub._device, convert_dicts=False)
 
 
 def fast_step_mdp(root: TensorDict, nxt: TensorDict, drop_next: frozenset, drop_root: frozenset) -> TensorDict:

@@ -23,7 +23,7 @@ from torch import nn
 from torchrl._td import any_true, fast_get, fast_set
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs._check_env import check_env_specs
-from torchrl.envs._step_mdp import fast_step_mdp, merge_missing, prune_emptied, structure_copy
+from torchrl.envs._step_mdp import fast_step_mdp, merge_missing, merge_structures, prune_emptied, structure_copy
 from torchrl.envs._env_extras import EnvExtrasMixin
 from torchrl.envs._env_specs import EnvSpecsMixin
 from torchrl.envs._rollout import rollout as _rollout
@@ -423,14 +423,30 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
             self._check_not_done_after_reset(out, tensordict)
         if tensordict is None:
             return out
-        result = tensordict.exclude("next", *self.reset_keys)
+        return self._merge_reset(tensordict, out)
+
+    def _merge_reset(self, tensordict: TensorDictBase, out: TensorDictBase) -> TensorDictBase:
+        """``tensordict`` minus ``"next"`` and the reset masks, updated with the reset outputs ``out``.
+
+        A new tree: sub-TensorDicts present in both are merged into fresh ones (the input is never
+        modified), the outputs' entries winning."""
+        drop = self._cached("_reset_drop", lambda: frozenset(("next", *self.reset_keys)))
+        if type(tensordict) is TensorDict and type(out) is TensorDict and all(type(k) is str for k in drop):
+            entries = {k: v for k, v in tensordict._tensordict.items() if k not in drop}
+            for k, v in out._tensordict.items():
+                previous = entries.get(k)
+                if type(v) is TensorDict and type(previous) is TensorDict and previous is not v:
+                    v = merge_structures(v, previous)
+                entries[k] = v
+            return TensorDict._new_unsafe(entries, batch_size=tensordict.batch_size, device=tensordict._device, nested=False)
+        result = structure_copy(tensordict).exclude("next", *self.reset_keys)
         result.update(out)
         return result
 
     def _check_reset_masks(self, tensordict: TensorDictBase) -> None:
         batch = tensordict.batch_size
         for group in self.done_structure.groups:
-            mask = tensordict.get(group.reset_key, None)
+            mask = fast_get(tensordict, group.reset_key)
             if mask is None:
                 continue
             expected = batch + group.shape[len(self.batch_size):]

@@ -8,6 +8,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from torchrl._auto_unwrap import auto_unwrap_transformed_env
 from torchrl.data.tensor_specs import Composite
+from torchrl.envs._step_mdp import structure_copy
 from torchrl.envs.common import EnvBase, register_env_hook
 from torchrl.envs.transforms.compose import Compose
 from torchrl.envs.transforms.transform import Transform
@@ -206,7 +207,8 @@ class TransformedEnv(EnvBase):
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
         transform = self.transform
-        td_in = transform._reset_env_preprocess(tensordict.copy() if tensordict is not None else None)
+        # the base env and the transforms' preprocessing see their own structure over the same tensors
+        td_in = transform._reset_env_preprocess(structure_copy(tensordict) if tensordict is not None else None)
         out = self.base_env.reset(td_in, **kwargs)
         if tensordict is None:
             tensordict = TensorDict(batch_size=out.batch_size, device=out.device)
