@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-__all__ = ["any_true", "fast_get", "fast_set", "new_td", "shallow_dict", "stack_tds"]
+__all__ = ["any_true", "fast_get", "fast_set", "new_td", "shallow_dict", "stack_tds", "writable"]
 
 _TD = TensorDict
 
@@ -59,11 +59,20 @@ def any_true(t: torch.Tensor) -> bool:
     return bool(t.any())
 
 
+def writable(td: TensorDictBase) -> bool:
+    """Whether ``td`` is a plain TensorDict whose entry dict may be written directly (unlocked, and not an
+    unpickled consolidated copy: the checks tensordict's own ``_set_str`` makes before it writes)."""
+    if type(td) is not _TD:
+        return False
+    d = td.__dict__
+    return not d.get("_is_locked") and "_consolidated" not in d
+
+
 def fast_set(td: TensorDictBase, key, value: torch.Tensor) -> None:
     """``td.set(key, value)`` for values already known to have ``td``'s batch shape and device."""
     if type(td) is _TD and type(key) is str:
         d = td.__dict__
-        if not d.get("_is_locked") and "_consolidated" not in d:  # what _set_str checks, minus its calls
+        if not d.get("_is_locked") and "_consolidated" not in d:  # as writable(), without the call
             td._tensordict[key] = value
         else:
             td._set_str(key, value, inplace=False, validated=True, non_blocking=False)

@@ -4,10 +4,10 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._td import fast_get, fast_set
+from torchrl._td import fast_get, fast_set, writable
 from torchrl.data.tensor_specs import Composite, Unbounded
 from torchrl.envs._done import as_tuple, from_tuple
 from torchrl.envs.transforms._groups import done_groups, reset_key_for, restart_where_reset
@@ -112,7 +112,21 @@ class RewardSum(Transform):
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        for in_key, out_key, _ in self._resolved or self._resolve():
+        # (resolved keys, in_key, out_key) while the keys resolve to one top-level pair: the usual case
+        flat = self.__dict__.get("_flat_keys")
+        if (
+            flat is not None and flat[0] is self._resolved
+            and type(tensordict) is TensorDict and writable(next_tensordict)
+        ):
+            dst = next_tensordict._tensordict
+            reward, previous = dst.get(flat[1]), tensordict._tensordict.get(flat[2])
+            if reward is not None:
+                dst[flat[2]] = reward if previous is None else previous.add(reward)
+                return next_tensordict
+        resolved = self._resolved or self._resolve()
+        if len(resolved) == 1 and all(type(k) is str for k in resolved[0][:2]):
+            self.__dict__["_flat_keys"] = (resolved, *resolved[0][:2])
+        for in_key, out_key, _ in resolved:
             reward = fast_get(next_tensordict, in_key)
             previous = fast_get(tensordict, out_key)
             fast_set(next_tensordict, out_key, reward if previous is None else previous.add(reward))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
-from torchrl._td import fast_get, fast_set
+from torchrl._td import fast_get, fast_set, writable
 from torchrl.data.tensor_specs import Bounded, Composite
 from torchrl.envs._done import as_tuple, from_tuple
 from torchrl.envs.transforms._groups import done_groups, restart_where_reset
@@ -71,6 +71,7 @@ class StepCounter(Transform):
 
     # -- structure --------------------------------------------------------------------------------------
     def _set_groups(self, full_done_spec) -> None:
+        self.__dict__["_plan"] = None
         self._groups = [
             _Group(prefix, shape, self.step_count_key, self.truncated_key if self.max_steps is not None else None)
             for prefix, shape in done_groups(full_done_spec).items()
@@ -127,6 +128,19 @@ class StepCounter(Transform):
             fast_set(tensordict_reset, g.count, restart_where_reset(tensordict, g.reset, previous, fresh))
         return tensordict_reset
 
+    def _make_plan(self, g: _Group, max_steps, last_consts, count: torch.Tensor) -> None:
+        """Enables :meth:`_step`'s short path once the general one has run for a single root group of
+        string keys on CPU: ``(max_steps, group, 1, count key, truncated key, done key)``."""
+        d = self.__dict__
+        plan = d.get("_plan")
+        if (plan is not None and plan[0] == max_steps) or len(self._groups) != 1 or last_consts is None:
+            return
+        if not count.is_cpu:
+            return
+        keys = (g.count, g.truncated, g.done)
+        if all(type(k) is str for k in keys) and last_consts[0] == max_steps:
+            d["_plan"] = (max_steps, g, last_consts[1][0], *keys)
+
     def _constants(self, count: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``(1, max_steps)`` as 0-dim int64 tensors on ``count``'s device: tensor operands cost less per step
         than Python scalars, which torch wraps anew on every call. Keyed on ``max_steps`` too, which may change."""
@@ -148,6 +162,22 @@ class StepCounter(Transform):
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         max_steps, update_done = self.max_steps, self.update_done
+        plan = self.__dict__.get("_plan")
+        if plan is not None and plan[0] == max_steps and update_done and writable(next_tensordict):
+            # the usual step: one root group, plain TensorDicts, the counter we wrote last step (whose top is
+            # below the limit) and no truncated entry from the env
+            _, g, one, count_key, truncated_key, done_key = plan
+            src, dst = tensordict._tensordict, next_tensordict._tensordict
+            count, last, done = src.get(count_key), g.last, dst.get(done_key)
+            if (
+                last is not None and last[0] is count and last[1] == count._version
+                and g.top + 1 < max_steps and done is not None and truncated_key not in dst
+            ):
+                new = count.add(one)
+                dst[count_key] = new
+                dst[truncated_key] = torch.zeros_like(done)
+                g.last, g.top = (new, new._version), g.top + 1
+                return next_tensordict
         last_consts = self.__dict__.get("_const_last")  # (max_steps, (one, limit)) used last on CPU: the usual hit
         for g in self._groups or self._get_groups():
             count = fast_get(tensordict, g.count)
@@ -158,6 +188,7 @@ class StepCounter(Transform):
                 one, limit = last_consts[1]
             else:
                 one, limit = self._constants(count)
+                last_consts = self.__dict__.get("_const_last")
             new = count.add(one)
             fast_set(next_tensordict, g.count, new)
             if limit is None:
@@ -174,6 +205,7 @@ class StepCounter(Transform):
                     top = None
                 if top is not None:
                     g.last, g.top = (new, new._version), top
+                    self._make_plan(g, max_steps, last_consts, count)
                     if top < max_steps:  # no episode reached the limit: the env's own flags stand
                         if previous is None:  # all False: a fresh copy of done's shape (cheaper than new >= limit)
                             fast_set(next_tensordict, g.truncated, new.ge(limit) if done is None else torch.zeros_like(done))
