@@ -129,3 +129,19 @@ def test_restart_where_reset_aligns_done_shaped_masks():
     assert out.tolist() == [0, 7]
     out = restart_where_reset(td, "_reset", torch.ones(2, 3), torch.zeros(2, 3))
     assert out.tolist() == [[0, 0, 0], [1, 1, 1]]
+
+
+def test_step_counter_after_its_short_path_accepts_a_lazily_stacked_root():
+    # the short path for plain TensorDicts must not be taken for other TensorDict types
+    from tensordict import LazyStackedTensorDict
+
+    from torchrl.envs import PendulumEnv, StepCounter, TransformedEnv
+
+    env = TransformedEnv(PendulumEnv(seed=0), StepCounter(50))
+    start = env.reset(env.gen_params(batch_size=[2]))
+    env.rollout(3, auto_reset=False, tensordict=start)  # enables the short path
+    root = LazyStackedTensorDict.lazy_stack([start[0], start[1]], 0)
+    root.set("action", torch.zeros(2, 1))
+    out = env.step(root)["next"]
+    assert out["step_count"].flatten().tolist() == [1, 1]
+    assert out["truncated"].flatten().tolist() == [False, False]

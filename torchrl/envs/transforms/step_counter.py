@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
 from torchrl._td import fast_get, fast_set, writable
 from torchrl.data.tensor_specs import Bounded, Composite
@@ -163,7 +163,10 @@ class StepCounter(Transform):
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         max_steps, update_done = self.max_steps, self.update_done
         plan = self.__dict__.get("_plan")
-        if plan is not None and plan[0] == max_steps and update_done and writable(next_tensordict):
+        if (
+            plan is not None and plan[0] == max_steps and update_done
+            and type(tensordict) is TensorDict and writable(next_tensordict)
+        ):
             # the usual step: one root group, plain TensorDicts, the counter we wrote last step (whose top is
             # below the limit) and no truncated entry from the env
             _, g, one, count_key, truncated_key, done_key = plan
