@@ -342,7 +342,8 @@ def test_gradients_flow_through_tensor_parameters():
     params["params", "g"] = g
     td = env.reset(params)
     td["action"] = torch.zeros(3, 1)
-    reward = env.step(td)["next", "reward"]
+    first = env.step(td)["next", "reward"]
     nxt = env.step(env.step_mdp(env.step(td)).set("action", torch.zeros(3, 1)))["next", "reward"]
     nxt.sum().backward()
     assert g.grad is not None and torch.isfinite(g.grad).all() and g.grad.abs().sum() > 0
+    assert first.shape == (3, 1) and not first.requires_grad  # the first reward depends on the state only
