@@ -37,7 +37,7 @@ def merge_missing(dest: TensorDictBase, src: TensorDictBase, exclude: set[tuple[
 def structure_copy(td: TensorDictBase) -> TensorDictBase:
     """A new TensorDict tree over the same tensors: later writes into it never alter ``td``."""
     if type(td) is TensorDict:
-        return _structure_copy(td, None)
+        return merge_structures(td)
     out = td.copy()
     for key in list(out.keys()):
         value = out.get(key)
@@ -46,24 +46,19 @@ def structure_copy(td: TensorDictBase) -> TensorDictBase:
     return out
 
 
-def merge_structures(sub: TensorDict, extra: TensorDict) -> TensorDict:
-    """A new TensorDict tree over ``sub``'s tensors plus ``extra``'s entries that ``sub`` lacks (plain
+def merge_structures(sub: TensorDict, extra: TensorDict | None = None) -> TensorDict:
+    """A new TensorDict tree over ``sub``'s tensors, plus ``extra``'s entries that ``sub`` lacks (plain
     TensorDicts; neither is modified)."""
-    return _structure_copy(sub, extra)
-
-
-def _structure_copy(sub: TensorDict, extra: TensorDict | None) -> TensorDict:
-    """A new TensorDict structure over ``sub``'s tensors, plus ``extra``'s entries that ``sub`` lacks."""
     entries = {}
     for k, v in sub._tensordict.items():
         if type(v) is TensorDict:
             other = extra._tensordict.get(k) if type(extra) is TensorDict else None
-            v = _structure_copy(v, other if type(other) is TensorDict else None)
+            v = merge_structures(v, other if type(other) is TensorDict else None)
         entries[k] = v
     if extra is not None and extra is not sub:
         for k, v in extra._tensordict.items():
             if k not in entries:
-                entries[k] = _structure_copy(v, None) if type(v) is TensorDict else v
+                entries[k] = merge_structures(v) if type(v) is TensorDict else v
     return new_td(entries, sub.batch_size, sub._device, convert_dicts=False)
 
 
@@ -81,12 +76,12 @@ def fast_step_mdp(root: TensorDict, nxt: TensorDict, drop_next: frozenset, drop_
             continue
         if type(v) is TensorDict:
             other = root_entries.get(k)
-            v = _structure_copy(v, other if type(other) is TensorDict else None)
+            v = merge_structures(v, other if type(other) is TensorDict else None)
         out[k] = v
     for k, v in root_entries.items():
         if k in out or k in drop_root or k == "next":
             continue
-        out[k] = _structure_copy(v, None) if type(v) is TensorDict else v
+        out[k] = merge_structures(v) if type(v) is TensorDict else v
     return new_td(out, nxt.batch_size, nxt.device, convert_dicts=False)
 
 

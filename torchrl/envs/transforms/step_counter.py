@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from torchrl._scalars import scalar
 from torchrl._td import fast_get, fast_set, writable
 from torchrl.data.tensor_specs import Bounded, Composite
 from torchrl.envs._done import as_tuple, from_tuple
@@ -128,37 +129,23 @@ class StepCounter(Transform):
             fast_set(tensordict_reset, g.count, restart_where_reset(tensordict, g.reset, previous, fresh))
         return tensordict_reset
 
-    def _make_plan(self, g: _Group, max_steps, last_consts, count: torch.Tensor) -> None:
+    def _make_plan(self, g: _Group, max_steps: int, count: torch.Tensor) -> None:
         """Enables :meth:`_step`'s short path once the general one has run for a single root group of
         string keys on CPU: ``(max_steps, group, 1, count key, truncated key, done key)``."""
-        d = self.__dict__
-        plan = d.get("_plan")
-        if (plan is not None and plan[0] == max_steps) or len(self._groups) != 1 or last_consts is None:
-            return
-        if not count.is_cpu:
+        plan = self.__dict__.get("_plan")
+        if (plan is not None and plan[0] == max_steps) or len(self._groups) != 1 or not count.is_cpu:
             return
         keys = (g.count, g.truncated, g.done)
-        if all(type(k) is str for k in keys) and last_consts[0] == max_steps:
-            d["_plan"] = (max_steps, g, last_consts[1][0], *keys)
+        if all(type(k) is str for k in keys):
+            self.__dict__["_plan"] = (max_steps, g, scalar(1, torch.int64), *keys)
 
     def _constants(self, count: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``(1, max_steps)`` as 0-dim int64 tensors on ``count``'s device: tensor operands cost less per step
-        than Python scalars, which torch wraps anew on every call. Keyed on ``max_steps`` too, which may change."""
+        """``(1, max_steps)`` as shared 0-dim int64 tensors on ``count``'s device: tensor operands cost less
+        per step than Python numbers, which torch wraps anew on every call."""
+        device = None if count.is_cpu else count.device
         max_steps = self.max_steps
-        last = self.__dict__.get("_const_last")  # the CPU pair used last step: the usual hit
-        if last is not None and last[0] == max_steps and count.is_cpu:
-            return last[1]
-        cache = self.__dict__.setdefault("_const_cache", {})
-        key = ("cpu" if count.is_cpu else count.device, max_steps)
-        consts = cache.get(key)
-        if consts is None:
-            device = count.device
-            one = torch.ones((), dtype=torch.int64, device=device)
-            limit = None if max_steps is None else torch.tensor(max_steps, dtype=torch.int64, device=device)
-            consts = cache[key] = (one, limit)
-        if key[0] == "cpu":
-            self.__dict__["_const_last"] = (max_steps, consts)
-        return consts
+        limit = None if max_steps is None else scalar(max_steps, torch.int64, device)
+        return scalar(1, torch.int64, device), limit
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         max_steps, update_done = self.max_steps, self.update_done
@@ -181,17 +168,12 @@ class StepCounter(Transform):
                 dst[truncated_key] = torch.zeros_like(done)
                 g.last, g.top = (new, new._version), g.top + 1
                 return next_tensordict
-        last_consts = self.__dict__.get("_const_last")  # (max_steps, (one, limit)) used last on CPU: the usual hit
         for g in self._groups or self._get_groups():
             count = fast_get(tensordict, g.count)
             if count is None:
                 done = fast_get(next_tensordict, g.done)
                 count = torch.zeros(done.shape, dtype=torch.int64, device=done.device)
-            if last_consts is not None and last_consts[0] == max_steps and count.is_cpu:
-                one, limit = last_consts[1]
-            else:
-                one, limit = self._constants(count)
-                last_consts = self.__dict__.get("_const_last")
+            one, limit = self._constants(count)
             new = count.add(one)
             fast_set(next_tensordict, g.count, new)
             if limit is None:
@@ -208,7 +190,7 @@ class StepCounter(Transform):
                     top = None
                 if top is not None:
                     g.last, g.top = (new, new._version), top
-                    self._make_plan(g, max_steps, last_consts, count)
+                    self._make_plan(g, max_steps, count)
                     if top < max_steps:  # no episode reached the limit: the env's own flags stand
                         if previous is None:  # all False: a fresh copy of done's shape (cheaper than new >= limit)
                             fast_set(next_tensordict, g.truncated, new.ge(limit) if done is None else torch.zeros_like(done))
