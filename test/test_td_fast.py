@@ -128,6 +128,22 @@ def test_stack_tds_falls_back_on_mismatched_structures():
         stack_tds([a, b], 0)  # same error as tensordict's own stack, raised by the fallback
 
 
+def test_stack_tds_keys_in_another_order_and_leaf_type_mismatch():
+    a = _nested()
+    b = TensorDict({k: a.get(k) + 1 for k in reversed(list(a.keys()))}, a.batch_size)  # same keys, other order
+    assert list(b.keys()) != list(a.keys())
+    ours, ref = stack_tds([a, b, a], 0), torch.stack([a, b, a], 0)
+    assert list(ours.keys(True, True)) == list(ref.keys(True, True)) and (ours == ref).all()
+    c = a.clone()
+    leaf = next(k for k, v in a.items() if isinstance(v, torch.Tensor))
+    c.set(leaf, TensorDict({"x": torch.zeros(a.batch_size)}, a.batch_size))  # a TensorDict where a has a tensor
+    with pytest.raises(Exception) as ours_err:
+        stack_tds([a, c], 0)
+    with pytest.raises(Exception) as ref_err:
+        torch.stack([a, c], 0)
+    assert type(ours_err.value) is type(ref_err.value)  # the fallback: tensordict's own stack and error
+
+
 @pytest.mark.parametrize("dim", [0, 1])
 @pytest.mark.parametrize("resets", [(), (1, 9)])
 def test_stack_tds_shifted_leaves_match_torch_stack(dim, resets):

@@ -9,6 +9,8 @@ internals fails loudly instead of silently.
 """
 from __future__ import annotations
 
+from itertools import compress, islice, repeat
+from operator import attrgetter, eq, is_, is_not, itemgetter
 from typing import Any
 
 import torch
@@ -17,6 +19,8 @@ from tensordict import TensorDict, TensorDictBase
 __all__ = ["any_true", "fast_get", "fast_set", "new_td", "shallow_dict", "stack_tds", "writable"]
 
 _TD = TensorDict
+_batch_of = attrgetter("_batch_size")  # TensorDict.batch_size's own storage, read without the property call
+_entries_of = attrgetter("_tensordict")
 
 
 def fast_get(td: TensorDictBase, key, default: Any = None):
@@ -118,27 +122,33 @@ def _template(td: TensorDict) -> list | None:
     return out
 
 
-def _collect(entries: dict, template: list, sinks: list, pos: int) -> int:
-    """Appends ``entries``' leaves to ``sinks`` in template order; raises ``_Mismatch`` on any difference."""
-    if len(entries) != len(template):
+def _columns(dicts: list, template: list) -> list:
+    """The leaves of ``dicts`` (the entry dicts of TensorDicts sharing ``template``), one sequence per leaf
+    in template order; raises ``_Mismatch`` on any difference.
+
+    Each dict is read with one ``itemgetter`` call and the rows are transposed with ``zip``: C-level loops,
+    as a rollout stacks thousands of steps.
+    """
+    n = len(template)
+    if n == 0 or not all(map(eq, map(len, dicts), repeat(n))):
         raise _Mismatch
+    keys = [k for k, _ in template]
     try:
-        for key, sub in template:
-            v = entries[key]
-            if sub is None:
-                sinks[pos].append(v)
-                pos += 1
-            else:
-                if type(v) is not _TD:
-                    raise _Mismatch
-                pos = _collect(v._tensordict, sub, sinks, pos)
+        if n == 1:
+            columns = [tuple(map(itemgetter(keys[0]), dicts))]
+        else:
+            columns = list(zip(*map(itemgetter(*keys), dicts)))
     except KeyError:
         raise _Mismatch from None
-    return pos
-
-
-def _n_leaves(template: list) -> int:
-    return sum(1 if sub is None else _n_leaves(sub) for _, sub in template)
+    out = []
+    for (_, sub), column in zip(template, columns):
+        if sub is None:  # tensors in the first dict; anything else elsewhere makes the stack raise
+            out.append(column)
+        else:
+            if not all(map(is_, map(type, column), repeat(_TD))):
+                raise _Mismatch
+            out.extend(_columns(list(map(_entries_of, column)), sub))
+    return out
 
 
 def stack_tds(tds: list[TensorDictBase], dim: int = 0) -> TensorDictBase:
@@ -154,12 +164,11 @@ def stack_tds(tds: list[TensorDictBase], dim: int = 0) -> TensorDictBase:
     if template is None:
         return torch.stack(tds, dim)
     batch = first.batch_size
-    sinks: list[list] = [[] for _ in range(_n_leaves(template))]
+    # (C-level scans: a rollout stacks thousands of steps)
+    if not all(map(is_, map(type, tds), repeat(_TD))) or not all(map(eq, map(_batch_of, tds), repeat(batch))):
+        return torch.stack(tds, dim)
     try:
-        for td in tds:
-            if type(td) is not _TD or td.batch_size != batch:
-                raise _Mismatch
-            _collect(td._tensordict, template, sinks, 0)
+        sinks = _columns(list(map(_entries_of, tds)), template)
     except _Mismatch:
         return torch.stack(tds, dim)
     n = len(tds)
@@ -169,7 +178,7 @@ def stack_tds(tds: list[TensorDictBase], dim: int = 0) -> TensorDictBase:
         if i in shifted:
             continue
         v0 = values[0]
-        if all(v is v0 for v in values):
+        if all(map(is_, values, repeat(v0))):
             stacked[i] = v0.unsqueeze(dim).expand(*v0.shape[:dim], n, *v0.shape[dim:]).clone()
         else:
             try:
@@ -177,8 +186,8 @@ def stack_tds(tds: list[TensorDictBase], dim: int = 0) -> TensorDictBase:
                     stacked[i] = torch.stack(values, 0)
                 else:  # a contiguous stack then one transposing copy beats a strided stack
                     stacked[i] = torch.stack(values, 0).movedim(0, dim).contiguous()
-            except RuntimeError:
-                return torch.stack(tds, dim)
+            except Exception:  # e.g. mismatched shapes, or a TensorDict where the first step has a tensor:
+                return torch.stack(tds, dim)  # tensordict's own stack, and its own error
     for i, (j, exceptions) in shifted.items():  # [values[0], *other's first n - 1], then the exceptions
         out = torch.cat([sinks[i][0].unsqueeze(dim), stacked[j].narrow(dim, 0, n - 1)], dim)
         for t in exceptions:
@@ -212,11 +221,11 @@ def _shifted_pairs(sinks: list[list]) -> dict[int, tuple[int, list[int]]]:
         if j == i or j in out:  # no chains: j is stacked directly
             continue
         other = sinks[j]
-        exceptions = [t for t in range(1, n) if values[t] is not other[t - 1]]
+        exceptions = list(compress(range(1, n), map(is_not, islice(values, 1, None), other)))
         if len(exceptions) > n // 8:
             continue
         o0 = other[0]
-        if all(v.shape == o0.shape and v.dtype == o0.dtype and v.device == o0.device
+        if all(isinstance(v, torch.Tensor) and v.shape == o0.shape and v.dtype == o0.dtype and v.device == o0.device
                for v in (values[0], *(values[t] for t in exceptions))):
             out[i] = (j, exceptions)
             targets.add(j)

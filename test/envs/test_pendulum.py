@@ -201,6 +201,16 @@ class TestBatching:
         after = env.reset(td)["th"]
         assert after[0] == before[0] and after[2] == before[2] and after[1] != before[1]
 
+    @pytest.mark.parametrize("flag", [True, False])
+    def test_one_element_reset_mask(self, flag):
+        env = PendulumEnv(seed=0)
+        td = env.step_mdp(env.rand_step(env.reset()))
+        td["_reset"] = torch.tensor([flag])
+        out = env.reset(td)
+        assert (out["th"] is td["th"]) is not flag  # an unmasked state is kept as it is
+        assert out["th"].shape == td["th"].shape and out["observation"].shape == (3,)
+        torch.testing.assert_close(out["observation"], torch.stack([out["th"].cos(), out["th"].sin(), out["thdot"]]))
+
 
 class TestStepCaches:
     """The step reuses ``sin(th)`` from the previous step and keeps its constants between steps: neither may

@@ -242,3 +242,35 @@ class TestInputOutput:
     def test_storing_device(self):
         data = CountingEnv().rollout(2, storing_device="cpu")
         assert data.device == torch.device("cpu")
+
+
+class TestGarbageCollector:
+    """Long rollouts switch the cyclic GC off while they run and stack (see _rollout.py), and must always
+    switch it back on."""
+
+    def test_gc_is_back_on_after_a_long_rollout(self):
+        import gc
+
+        seen = []
+        PendulumEnv(seed=0).rollout(100, callback=lambda env, td: seen.append(gc.isenabled()))
+        assert seen and not any(seen) and gc.isenabled()
+
+    def test_gc_is_back_on_after_a_failing_rollout(self):
+        import gc
+
+        def failing(env, td):
+            raise ValueError("boom")
+
+        with pytest.raises(ValueError, match="boom"):
+            PendulumEnv(seed=0).rollout(100, callback=failing)
+        assert gc.isenabled()
+
+    def test_gc_left_off_stays_off(self):
+        import gc
+
+        gc.disable()
+        try:
+            PendulumEnv(seed=0).rollout(100)
+            assert not gc.isenabled()
+        finally:
+            gc.enable()

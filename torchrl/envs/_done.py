@@ -15,10 +15,21 @@ from tensordict.utils import NestedKey
 
 from torchrl._td import any_true, fast_get, fast_set
 
-__all__ = ["DoneStructure", "as_tuple", "from_tuple"]
+__all__ = ["DoneStructure", "as_tuple", "from_tuple", "where_reset"]
 
 DONE_NAMES = ("done", "terminated", "truncated")
 _TD = TensorDict
+
+
+def where_reset(mask: torch.Tensor, fresh: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
+    """``torch.where(mask, fresh, previous)``: a reset's new values where ``mask`` is set, the old ones elsewhere.
+
+    A one-element mask over tensors of one shape and dtype picks a side without a torch op (the usual
+    unbatched reset); the chosen tensor is returned as is, as a reset carries untouched entries over.
+    """
+    if mask.numel() == 1 and fresh.shape == previous.shape and fresh.dtype == previous.dtype:
+        return fresh if bool(mask) else previous
+    return torch.where(mask, fresh, previous)
 
 
 def as_tuple(key: NestedKey) -> tuple[str, ...]:

@@ -162,25 +162,27 @@ def rollout(
     done_keys = _done_keys_for_break(env)
     steps: list[TensorDictBase] = []
     # The steps stay alive until the final stack; with the cyclic GC on, every full collection would rescan
-    # all of them (quadratic in the rollout length). Nothing in the loop needs cycle collection.
+    # all of them (quadratic in the rollout length). Nothing in the loop needs cycle collection. It stays off
+    # through the stack, and the steps are dropped before it comes back on: re-enabled earlier, it would
+    # scan every object the loop allocated at the stack's first allocation.
     gc_was_enabled = gc.isenabled()
     if gc_was_enabled and max_steps > 64:
         gc.disable()
     try:
         _loop(env, td, act, steps, max_steps, any_done, all_done, done_keys, callback)
+        if set_truncated:
+            _set_truncated(env, steps[-1])
+        batch_dim = steps[0].batch_dims
+        if return_contiguous is False:
+            result = LazyStackedTensorDict.lazy_stack(steps, batch_dim)
+        elif out is not None:
+            result = torch.stack(steps, batch_dim, out=out)
+        else:
+            result = stack_tds(steps, batch_dim)
+        del steps[:], td
     finally:
         if gc_was_enabled:
             gc.enable()
-
-    if set_truncated:
-        _set_truncated(env, steps[-1])
-    batch_dim = steps[0].batch_dims
-    if return_contiguous is False:
-        result = LazyStackedTensorDict.lazy_stack(steps, batch_dim)
-    elif out is not None:
-        result = torch.stack(steps, batch_dim, out=out)
-    else:
-        result = stack_tds(steps, batch_dim)
     if storing_device is not None:
         result = result.to(storing_device)
     return result

@@ -337,10 +337,13 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         self._fix_shapes(next_td)
         hot[2].complete(next_td)
         if self.__dict__["_run_type_checks"]:
-            self._type_check(next_td, self.full_observation_spec, "step")
-            self._type_check(next_td, self.full_reward_spec, "step")
-            self._type_check(next_td, self.full_done_spec, "step")
+            self._type_check_outputs(next_td)
         return next_td
+
+    def _type_check_outputs(self, next_td: TensorDictBase) -> None:
+        self._type_check(next_td, self.full_observation_spec, "step")
+        self._type_check(next_td, self.full_reward_spec, "step")
+        self._type_check(next_td, self.full_done_spec, "step")
 
     def _hot(self) -> tuple:
         """What every step needs, computed once while the specs are locked: ``(action checks with full

@@ -145,3 +145,18 @@ def test_step_counter_after_its_short_path_accepts_a_lazily_stacked_root():
     out = env.step(root)["next"]
     assert out["step_count"].flatten().tolist() == [1, 1]
     assert out["truncated"].flatten().tolist() == [False, False]
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_restart_where_reset_one_element_mask_picks_a_side(flag):
+    from tensordict import TensorDict
+
+    from torchrl.envs.transforms._groups import restart_where_reset
+
+    td = TensorDict({"_reset": torch.tensor([flag])}, [])
+    fresh, previous = torch.zeros(1, dtype=torch.long), torch.tensor([9])
+    out = restart_where_reset(td, "_reset", previous, fresh)
+    assert out is (fresh if flag else previous)
+    # shapes or dtypes that differ go through torch.where (broadcasting, promotion) as before
+    wide = restart_where_reset(td, "_reset", torch.tensor([9.5, 1.5]), fresh)
+    assert torch.equal(wide, torch.where(torch.tensor([flag]), fresh, torch.tensor([9.5, 1.5])))

@@ -10,6 +10,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl._scalars import scalar
 from torchrl._td import fast_get, new_td
 from torchrl.data.tensor_specs import Bounded, Composite, Unbounded
+from torchrl.envs._done import where_reset
 from torchrl.envs.common import EnvBase
 from torchrl.envs.utils import make_composite_from_td as _make_composite_from_td
 
@@ -123,7 +124,7 @@ class PendulumEnv(EnvBase):
             self._generator.manual_seed(int(seed))
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
-        params = tensordict.get("params", None) if tensordict is not None else None
+        params = fast_get(tensordict, "params") if tensordict is not None else None
         batch = tensordict.batch_size if tensordict is not None else self.batch_size
         if params is None:
             params = self.gen_params(batch_size=batch, device=self.device)["params"]
@@ -131,16 +132,13 @@ class PendulumEnv(EnvBase):
         gen = self._generator
         th = torch.rand(batch, generator=gen, device=device) * (2 * math.pi) - math.pi
         thdot = torch.rand(batch, generator=gen, device=device) * 2 - 1
-        mask = tensordict.get("_reset", None) if tensordict is not None else None
-        if mask is not None and tensordict.get("th", None) is not None:
-            keep = ~mask.reshape(batch)
-            th = torch.where(keep, tensordict.get("th"), th)
-            thdot = torch.where(keep, tensordict.get("thdot"), thdot)
-        return TensorDict(
-            {"th": th, "thdot": thdot, "params": params, "observation": torch.stack([th.cos(), th.sin(), thdot], -1)},
-            batch_size=batch,
-            device=self.device,
-        )
+        mask = fast_get(tensordict, "_reset") if tensordict is not None else None
+        if mask is not None and (old_th := fast_get(tensordict, "th")) is not None:
+            mask = mask.reshape(batch) if mask.numel() != 1 else mask
+            th = where_reset(mask, th, old_th)
+            thdot = where_reset(mask, thdot, fast_get(tensordict, "thdot"))
+        observation = torch.stack([th.cos(), th.sin(), thdot], -1)
+        return new_td({"th": th, "thdot": thdot, "params": params, "observation": observation}, batch, self.device)
 
     def _constants(self, params: TensorDictBase, like: torch.Tensor) -> tuple:
         """``(a dt, b dt, dt, -max_speed, max_speed, -max_torque, max_torque, pi, 2 pi)`` with ``a = 3g/(2l)``

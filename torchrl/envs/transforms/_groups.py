@@ -5,7 +5,8 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl.envs._done import as_tuple, from_tuple
+from torchrl._td import fast_get
+from torchrl.envs._done import as_tuple, from_tuple, where_reset
 
 __all__ = ["done_groups", "restart_where_reset", "reset_key_for"]
 
@@ -30,11 +31,12 @@ def restart_where_reset(
     tensordict: TensorDictBase, reset_key: NestedKey, previous: torch.Tensor | None, fresh: torch.Tensor
 ) -> torch.Tensor:
     """``fresh`` where the sub-env is reset (all of them when there is no mask or no previous value)."""
-    mask = tensordict.get(reset_key, None) if tensordict is not None else None
+    mask = fast_get(tensordict, reset_key) if tensordict is not None else None
     if mask is None or previous is None:
         return fresh
-    if mask.ndim > fresh.ndim:  # e.g. a (B, 1) done-shaped mask for a (B,) entry
-        mask = mask.reshape(mask.shape[: fresh.ndim])
-    while mask.ndim < fresh.ndim:
-        mask = mask.unsqueeze(-1)
-    return torch.where(mask, fresh, previous)
+    if mask.numel() != 1:
+        if mask.ndim > fresh.ndim:  # e.g. a (B, 1) done-shaped mask for a (B,) entry
+            mask = mask.reshape(mask.shape[: fresh.ndim])
+        while mask.ndim < fresh.ndim:
+            mask = mask.unsqueeze(-1)
+    return where_reset(mask, fresh, previous)

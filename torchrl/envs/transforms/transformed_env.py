@@ -205,11 +205,33 @@ class TransformedEnv(EnvBase):
         next_td = self.__dict__["_base"]._step_output(td_in)
         return transform._step(tensordict, next_td)
 
+    def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
+        # EnvBase's, with one frame less: the base env completed and reshaped its own outputs and transforms
+        # write entries in their spec's shape, so only done entries declared but not written are filled
+        if type(self)._step is not TransformedEnv._step:  # a subclass with its own _step
+            return super()._step_output(tensordict)
+        d = self.__dict__
+        transform = d["_transform_ref"]
+        td_in = tensordict if transform.__dict__.get("_inverse_flag") is False else transform.inv(tensordict)
+        next_td = d["_base"]._step_output(td_in)
+        sequence = transform.__dict__.get("_sequence") if type(transform) is Compose else None
+        if sequence is not None:  # a plain Compose: its loop, run here (one call less per step)
+            for t in sequence:
+                next_td = t._step(tensordict, next_td)
+        else:
+            next_td = transform._step(tensordict, next_td)
+        if type(next_td) is not TensorDict and not isinstance(next_td, TensorDictBase):
+            raise TypeError(f"{type(transform).__name__}._step must return a TensorDict, got {type(next_td).__name__}.")
+        (d["_spec_cache"].get("_hot") or self._hot())[2].complete(next_td)
+        if d["_run_type_checks"]:
+            self._type_check_outputs(next_td)
+        return next_td
+
     def _reset(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
-        transform = self.transform
+        transform = self.__dict__["_transform_ref"]
         # the base env and the transforms' preprocessing see their own structure over the same tensors
         td_in = transform._reset_env_preprocess(structure_copy(tensordict) if tensordict is not None else None)
-        out = self.base_env.reset(td_in, **kwargs)
+        out = self.__dict__["_base"].reset(td_in, **kwargs)
         if tensordict is None:
             tensordict = TensorDict(batch_size=out.batch_size, device=out.device)
         return transform._reset(tensordict, out)
