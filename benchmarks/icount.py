@@ -10,7 +10,8 @@ Cases (each prints instructions per call of ours and of the reference, and their
 - ``env``: ``TransformedEnv(PendulumEnv(), Compose(StepCounter(200), RewardSum()))`` rollout vs the bare env
   (per step), and ``PendulumEnv`` rollouts at batch 1 and 256 vs the raw torch loops of ``bench_env.py``;
 - ``actor``: ``ProbabilisticActor(TanhNormal)`` at batch 1 and 1024 vs ``bench_modules.py``'s bare module;
-- ``dqn``: ``DQNLoss`` forward + backward vs ``bench_loss.py``'s hand-written loss.
+- ``dqn``: ``DQNLoss`` forward + backward vs ``bench_loss.py``'s hand-written loss (each call on a fresh
+  shallow copy of the batch, made outside the counted region).
 
 Run: ``python benchmarks/icount.py env actor dqn`` (about a minute per case).
 """
@@ -81,15 +82,16 @@ def _case_actor(measure) -> list[tuple[str, str, int]]:
 def _case_dqn(measure) -> list[tuple[str, str, int]]:
     import bench_loss
 
-    original = bench_loss._timed
-    bench_loss._timed = lambda step, n_iter: step
+    original = bench_loss._timed_fresh
+    bench_loss._timed_fresh = lambda step, n_iter, td: (step, td)
     try:
         fns = _capture(bench_loss, "interleaved_best", lambda: bench_loss.bench_dqn(n_iter=1, repeats=1))
     finally:
-        bench_loss._timed = original
+        bench_loss._timed_fresh = original
     for name in ("ours", "raw"):
-        step = fns[name]
-        measure(f"dqn_{name}", lambda step=step: [step() for _ in range(20)])
+        step, td = fns[name]
+        batches = iter([td.clone(False) for _ in range(40)])  # made outside the counted regions, as in the timing
+        measure(f"dqn_{name}", lambda step=step, batches=batches: [step(next(batches)) for _ in range(20)])
     return [("dqn_ours", "dqn_raw", 20)]
 
 
