@@ -1,7 +1,8 @@
 """Instruction counts of our hot paths against their raw references, under valgrind's callgrind.
 
-Wall-clock ratios on a shared machine drift by 5-20% from run to run; instruction counts do not (two runs
-agree to 0.1%). They are no stand-in for time — Python code runs at fewer instructions per cycle than
+Wall-clock ratios on a shared machine drift by 5-20% from run to run; instruction counts do not (the child
+runs with ``PYTHONHASHSEED=0``: two runs agree exactly; other hash seeds move a rollout step by up to 1%, through
+dict and set layouts). They are no stand-in for time — Python code runs at fewer instructions per cycle than
 vectorised kernels, so a time ratio is usually a little higher than the instruction ratio — but they show
 reliably whether a change removed work. Needs ``valgrind`` and a C compiler (for the small helper that
 starts and stops the count around each measured region); the timed benchmarks need neither.
@@ -152,7 +153,7 @@ def main(argv: list[str]) -> int:
         run = subprocess.run(
             ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={tmp}/cg.%p",
              sys.executable, __file__, "--child", str(helper), *cases],
-            capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+            capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONHASHSEED": "0"},
         )
         marker = [line for line in run.stdout.splitlines() if line.startswith("PAIRS ")]
         if run.returncode != 0 or not marker:
