@@ -160,3 +160,60 @@ def test_restart_where_reset_one_element_mask_picks_a_side(flag):
     # shapes or dtypes that differ go through torch.where (broadcasting, promotion) as before
     wide = restart_where_reset(td, "_reset", torch.tensor([9.5, 1.5]), fresh)
     assert torch.equal(wide, torch.where(torch.tensor([flag]), fresh, torch.tensor([9.5, 1.5])))
+
+
+class TestFastStep:
+    """Once the general step has run, StepCounter and RewardSum keep a closure for their usual step
+    (``_fast_step``, called by ``TransformedEnv``): it must follow changes of their settings and never be
+    shared by copies."""
+
+    @staticmethod
+    def _env(max_steps=50):
+        return TransformedEnv(PendulumEnv(seed=0), Compose(StepCounter(max_steps), RewardSum()))
+
+    def test_fast_step_is_built_and_gives_the_general_results(self):
+        env = self._env(7)
+        data = env.rollout(20, break_when_any_done=False)
+        assert all(t.__dict__.get("_fast_step") is not None for t in env.transform)
+        counts = data["next", "step_count"].squeeze(-1).tolist()
+        assert counts == [1, 2, 3, 4, 5, 6, 7] * 2 + [1, 2, 3, 4, 5, 6]
+        assert data["next", "truncated"].squeeze(-1).tolist() == [c == 7 for c in counts]
+        assert data["next", "done"].squeeze(-1).tolist() == [c == 7 for c in counts]
+        rewards = data["next", "reward"].squeeze(-1)
+        expected = torch.cat([rewards[:7].cumsum(0), rewards[7:14].cumsum(0), rewards[14:].cumsum(0)])
+        torch.testing.assert_close(data["next", "episode_reward"].squeeze(-1), expected)
+
+    def test_changing_max_steps_drops_the_fast_step(self):
+        env = self._env(50)
+        env.rollout(10)
+        counter = env.transform[0]
+        assert counter.__dict__.get("_fast_step") is not None
+        counter.max_steps = 3
+        assert counter.__dict__.get("_fast_step") is None
+        data = env.rollout(10)
+        assert data.shape[0] == 3 and bool(data["next", "truncated"][-1])
+
+    def test_update_done_off_drops_the_fast_step(self):
+        env = self._env(4)
+        env.rollout(3)
+        env.transform[0].update_done = False
+        data = env.rollout(6, break_when_any_done=False)
+        # truncation no longer sets done: the episode goes on, and stays truncated past the limit
+        assert data["next", "truncated"].squeeze(-1).tolist() == [False, False, False, True, True, True]
+        assert data["next", "step_count"].squeeze(-1).tolist() == [1, 2, 3, 4, 5, 6]
+        assert not data["next", "done"].any()
+
+    def test_copies_build_their_own_fast_step(self):
+        import copy
+        import pickle
+
+        env = self._env(50)
+        env.rollout(5)
+        for t in env.transform:
+            clone = pickle.loads(pickle.dumps(t))
+            assert clone.__dict__.get("_fast_step") is None
+        twin = TransformedEnv(PendulumEnv(seed=0), copy.deepcopy(env.transform))
+        twin.rollout(20)
+        # the original's counter state was not touched by its copy: it carries on from its own last step
+        data = env.rollout(3)
+        assert data["next", "step_count"].squeeze(-1).tolist() == [1, 2, 3]

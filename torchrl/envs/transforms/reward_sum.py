@@ -16,6 +16,20 @@ from torchrl.envs.transforms.transform import Transform, _key_list
 __all__ = ["RewardSum"]
 
 
+def _sum_step(in_key: str, out_key: str):
+    """The usual step on entry dicts (one top-level reward): see ``TransformedEnv._step_output``."""
+
+    def fast_step(src: dict, dst: dict) -> bool:
+        reward = dst.get(in_key)
+        if reward is None:
+            return False
+        previous = src.get(out_key)
+        dst[out_key] = reward if previous is None else previous.add(reward)
+        return True
+
+    return fast_step
+
+
 class RewardSum(Transform):
     """Accumulates rewards over an episode into ``episode_reward`` (reset to 0 at each episode start).
 
@@ -75,6 +89,7 @@ class RewardSum(Transform):
             raise ValueError(f"RewardSum: {len(in_keys)} reward keys {in_keys} but {len(out_keys)} out_keys {out_keys}.")
         reset = self._given_reset or [reset_key_for(k, groups) for k in in_keys]
         self._resolved = list(zip(in_keys, out_keys, reset))
+        self.__dict__["_fast_step"] = None  # built again for the new keys by the next general step
         return self._resolved
 
     @property
@@ -112,24 +127,19 @@ class RewardSum(Transform):
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        # (resolved keys, in_key, out_key) while the keys resolve to one top-level pair: the usual case
-        flat = self.__dict__.get("_flat_keys")
+        fast = self.__dict__.get("_fast_step")
         if (
-            flat is not None and flat[0] is self._resolved
-            and type(tensordict) is TensorDict and writable(next_tensordict)
+            fast is not None and type(tensordict) is TensorDict and writable(next_tensordict)
+            and fast(tensordict._tensordict, next_tensordict._tensordict)
         ):
-            dst = next_tensordict._tensordict
-            reward, previous = dst.get(flat[1]), tensordict._tensordict.get(flat[2])
-            if reward is not None:
-                dst[flat[2]] = reward if previous is None else previous.add(reward)
-                return next_tensordict
+            return next_tensordict
         resolved = self._resolved or self._resolve()
-        if len(resolved) == 1 and all(type(k) is str for k in resolved[0][:2]):
-            self.__dict__["_flat_keys"] = (resolved, *resolved[0][:2])
         for in_key, out_key, _ in resolved:
             reward = fast_get(next_tensordict, in_key)
             previous = fast_get(tensordict, out_key)
             fast_set(next_tensordict, out_key, reward if previous is None else previous.add(reward))
+        if len(resolved) == 1 and all(type(k) is str for k in resolved[0][:2]):
+            self.__dict__["_fast_step"] = _sum_step(*resolved[0][:2])
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:

@@ -33,6 +33,30 @@ class _Group:
         self.top = 0
 
 
+def _count_step(g: _Group, max_steps: int):
+    """The usual step on entry dicts: the counter written last step comes back unchanged (same tensor, same
+    version) and its top stays below the limit, and the env wrote ``done`` but no ``truncated`` entry. Then
+    no episode can be truncated: count + 1 and an all-False ``truncated``; ``done`` stands."""
+    one = scalar(1, torch.int64)
+    count_key, truncated_key, done_key = g.count, g.truncated, g.done
+    zeros_like = torch.zeros_like
+
+    def fast_step(src: dict, dst: dict) -> bool:
+        count, last = src.get(count_key), g.last
+        if last is None or last[0] is not count or last[1] != count._version or g.top + 1 >= max_steps:
+            return False
+        done = dst.get(done_key)
+        if done is None or truncated_key in dst:
+            return False
+        new = count.add(one)
+        dst[count_key] = new
+        dst[truncated_key] = zeros_like(done)
+        g.last, g.top = (new, new._version), g.top + 1
+        return True
+
+    return fast_step
+
+
 class StepCounter(Transform):
     """Writes ``step_count`` (steps since the episode began) and, with ``max_steps``, truncates.
 
@@ -70,9 +94,14 @@ class StepCounter(Transform):
         self.update_done = update_done
         self._groups: list[_Group] | None = None
 
+    def __setattr__(self, name: str, value) -> None:
+        if name in ("max_steps", "update_done"):  # the fast step holds both: built again by the next step
+            self.__dict__["_fast_step"] = None
+        super().__setattr__(name, value)
+
     # -- structure --------------------------------------------------------------------------------------
     def _set_groups(self, full_done_spec) -> None:
-        self.__dict__["_plan"] = None
+        self.__dict__["_fast_step"] = None
         self._groups = [
             _Group(prefix, shape, self.step_count_key, self.truncated_key if self.max_steps is not None else None)
             for prefix, shape in done_groups(full_done_spec).items()
@@ -129,15 +158,13 @@ class StepCounter(Transform):
             fast_set(tensordict_reset, g.count, restart_where_reset(tensordict, g.reset, previous, fresh))
         return tensordict_reset
 
-    def _make_plan(self, g: _Group, max_steps: int, count: torch.Tensor) -> None:
-        """Enables :meth:`_step`'s short path once the general one has run for a single root group of
-        string keys on CPU: ``(max_steps, group, 1, count key, truncated key, done key)``."""
-        plan = self.__dict__.get("_plan")
-        if (plan is not None and plan[0] == max_steps) or len(self._groups) != 1 or not count.is_cpu:
+    def _make_fast_step(self, g: _Group, max_steps: int, count: torch.Tensor) -> None:
+        """Enables the fast step (see ``TransformedEnv._step_output``) once the general one has run for a
+        single root group of string keys on CPU, with ``update_done``."""
+        if self.__dict__.get("_fast_step") is not None or len(self._groups) != 1 or not count.is_cpu:
             return
-        keys = (g.count, g.truncated, g.done)
-        if all(type(k) is str for k in keys):
-            self.__dict__["_plan"] = (max_steps, g, scalar(1, torch.int64), *keys)
+        if self.update_done and all(type(k) is str for k in (g.count, g.truncated, g.done)):
+            self.__dict__["_fast_step"] = _count_step(g, max_steps)
 
     def _constants(self, count: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``(1, max_steps)`` as shared 0-dim int64 tensors on ``count``'s device: tensor operands cost less
@@ -148,26 +175,13 @@ class StepCounter(Transform):
         return scalar(1, torch.int64, device), limit
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        max_steps, update_done = self.max_steps, self.update_done
-        plan = self.__dict__.get("_plan")
+        fast = self.__dict__.get("_fast_step")
         if (
-            plan is not None and plan[0] == max_steps and update_done
-            and type(tensordict) is TensorDict and writable(next_tensordict)
+            fast is not None and type(tensordict) is TensorDict and writable(next_tensordict)
+            and fast(tensordict._tensordict, next_tensordict._tensordict)
         ):
-            # the usual step: one root group, plain TensorDicts, the counter we wrote last step (whose top is
-            # below the limit) and no truncated entry from the env
-            _, g, one, count_key, truncated_key, done_key = plan
-            src, dst = tensordict._tensordict, next_tensordict._tensordict
-            count, last, done = src.get(count_key), g.last, dst.get(done_key)
-            if (
-                last is not None and last[0] is count and last[1] == count._version
-                and g.top + 1 < max_steps and done is not None and truncated_key not in dst
-            ):
-                new = count.add(one)
-                dst[count_key] = new
-                dst[truncated_key] = torch.zeros_like(done)
-                g.last, g.top = (new, new._version), g.top + 1
-                return next_tensordict
+            return next_tensordict
+        max_steps, update_done = self.max_steps, self.update_done
         for g in self._groups or self._get_groups():
             count = fast_get(tensordict, g.count)
             if count is None:
@@ -190,7 +204,7 @@ class StepCounter(Transform):
                     top = None
                 if top is not None:
                     g.last, g.top = (new, new._version), top
-                    self._make_plan(g, max_steps, count)
+                    self._make_fast_step(g, max_steps, count)
                     if top < max_steps:  # no episode reached the limit: the env's own flags stand
                         if previous is None:  # all False: a fresh copy of done's shape (cheaper than new >= limit)
                             fast_set(next_tensordict, g.truncated, new.ge(limit) if done is None else torch.zeros_like(done))

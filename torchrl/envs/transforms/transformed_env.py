@@ -7,6 +7,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from torchrl._auto_unwrap import auto_unwrap_transformed_env
+from torchrl._td import writable
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs._step_mdp import structure_copy
 from torchrl.envs.common import EnvBase, register_env_hook
@@ -215,9 +216,18 @@ class TransformedEnv(EnvBase):
         td_in = tensordict if transform.__dict__.get("_inverse_flag") is False else transform.inv(tensordict)
         next_td = d["_base"]._step_output(td_in)
         sequence = transform.__dict__.get("_sequence") if type(transform) is Compose else None
-        if sequence is not None:  # a plain Compose: its loop, run here (one call less per step)
+        if sequence is not None:  # a plain Compose: its loop, run here
+            # A transform may hold a "_fast_step(src, dst) -> bool" closure for its usual step on the entry
+            # dicts of plain TensorDicts (it returns False, having written nothing, when the step is not the
+            # usual one); the type checks it needs are made here once for the whole sequence.
+            src = tensordict._tensordict if type(tensordict) is TensorDict else None
+            dst = next_td._tensordict if src is not None and writable(next_td) else None
             for t in sequence:
+                fast = t.__dict__.get("_fast_step")
+                if dst is not None and fast is not None and fast(src, dst):
+                    continue
                 next_td = t._step(tensordict, next_td)
+                dst = next_td._tensordict if src is not None and writable(next_td) else None
         else:
             next_td = transform._step(tensordict, next_td)
         if type(next_td) is not TensorDict and not isinstance(next_td, TensorDictBase):
