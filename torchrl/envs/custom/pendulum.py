@@ -134,7 +134,7 @@ class PendulumEnv(EnvBase):
         thdot = torch.rand(batch, generator=gen, device=device) * 2 - 1
         mask = fast_get(tensordict, "_reset") if tensordict is not None else None
         if mask is not None and (old_th := fast_get(tensordict, "th")) is not None:
-            mask = mask.reshape(batch) if mask.numel() != 1 else mask
+            mask = mask.reshape(batch)
             th = where_reset(mask, th, old_th)
             thdot = where_reset(mask, thdot, fast_get(tensordict, "thdot"))
         observation = torch.stack([th.cos(), th.sin(), thdot], -1)

@@ -34,9 +34,8 @@ def restart_where_reset(
     mask = fast_get(tensordict, reset_key) if tensordict is not None else None
     if mask is None or previous is None:
         return fresh
-    if mask.numel() != 1:
-        if mask.ndim > fresh.ndim:  # e.g. a (B, 1) done-shaped mask for a (B,) entry
-            mask = mask.reshape(mask.shape[: fresh.ndim])
-        while mask.ndim < fresh.ndim:
-            mask = mask.unsqueeze(-1)
+    if mask.ndim > fresh.ndim:  # e.g. a (B, 1) done-shaped mask for a (B,) entry
+        mask = mask.reshape(mask.shape[: fresh.ndim])
+    while mask.ndim < fresh.ndim:
+        mask = mask.unsqueeze(-1)
     return where_reset(mask, fresh, previous)

@@ -156,12 +156,12 @@ class Compose(Transform):
         return next_tensordict
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
-        for t in self.__dict__.get("_sequence") or self._sequence_cached():
+        for t in self._sequence_cached():
             tensordict_reset = t._reset(tensordict, tensordict_reset)
         return tensordict_reset
 
     def _reset_env_preprocess(self, tensordict):
-        for t in reversed(self.__dict__.get("_sequence") or self._sequence_cached()):
+        for t in reversed(self._sequence_cached()):
             tensordict = t._reset_env_preprocess(tensordict)
         return tensordict
 

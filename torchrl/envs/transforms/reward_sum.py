@@ -17,7 +17,7 @@ __all__ = ["RewardSum"]
 
 
 def _sum_step(in_key: str, out_key: str):
-    """The usual step on entry dicts (one top-level reward): see ``TransformedEnv._step_output``."""
+    """The usual step on entry dicts (one top-level reward): see ``TransformedEnv._step``."""
 
     def fast_step(src: dict, dst: dict) -> bool:
         reward = dst.get(in_key)

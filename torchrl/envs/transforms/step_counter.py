@@ -159,7 +159,7 @@ class StepCounter(Transform):
         return tensordict_reset
 
     def _make_fast_step(self, g: _Group, max_steps: int, count: torch.Tensor) -> None:
-        """Enables the fast step (see ``TransformedEnv._step_output``) once the general one has run for a
+        """Enables the fast step (see ``TransformedEnv._step``) once the general one has run for a
         single root group of string keys on CPU, with ``update_done``."""
         if self.__dict__.get("_fast_step") is not None or len(self._groups) != 1 or not count.is_cpu:
             return

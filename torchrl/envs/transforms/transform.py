@@ -323,7 +323,7 @@ class Transform(nn.Module):
         state = self.__dict__.copy()
         state["_container"] = None
         state["_parent"] = None
-        # a transform's "_fast_step" (see TransformedEnv._step_output) is a closure over its own state:
+        # a transform's "_fast_step" (see TransformedEnv._step) is a closure over its own state:
         # a copy builds its own
         state.pop("_fast_step", None)
         return state

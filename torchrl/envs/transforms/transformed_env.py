@@ -200,38 +200,34 @@ class TransformedEnv(EnvBase):
 
     # -- env contract ----------------------------------------------------------------------------------
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        transform = self.__dict__["_transform_ref"]
-        # a Compose remembers whether any of its transforms has an inverse: skip the call when none has
-        td_in = tensordict if transform.__dict__.get("_inverse_flag") is False else transform.inv(tensordict)
-        next_td = self.__dict__["_base"]._step_output(td_in)
-        return transform._step(tensordict, next_td)
-
-    def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
-        # EnvBase's, with one frame less: the base env completed and reshaped its own outputs and transforms
-        # write entries in their spec's shape, so only done entries declared but not written are filled
-        if type(self)._step is not TransformedEnv._step:  # a subclass with its own _step
-            return super()._step_output(tensordict)
         d = self.__dict__
         transform = d["_transform_ref"]
+        # a Compose remembers whether any of its transforms has an inverse: skip the call when none has
         td_in = tensordict if transform.__dict__.get("_inverse_flag") is False else transform.inv(tensordict)
         next_td = d["_base"]._step_output(td_in)
         sequence = transform.__dict__.get("_sequence") if type(transform) is Compose else None
-        if sequence is not None:  # a plain Compose: its loop, run here
-            # A transform may hold a "_fast_step(src, dst) -> bool" closure for its usual step on the entry
-            # dicts of plain TensorDicts (it returns False, having written nothing, when the step is not the
-            # usual one); the type checks it needs are made here once for the whole sequence.
-            src = tensordict._tensordict if type(tensordict) is TensorDict else None
+        if sequence is None:
+            return transform._step(tensordict, next_td)
+        # A plain Compose: its loop, run here. A transform may hold a "_fast_step(src, dst) -> bool" closure for
+        # its usual step on the entry dicts of plain TensorDicts (it returns False, having written nothing, when
+        # the step is not the usual one); the type checks it needs are made here once for the whole sequence.
+        src = tensordict._tensordict if type(tensordict) is TensorDict else None
+        dst = next_td._tensordict if src is not None and writable(next_td) else None
+        for t in sequence:
+            fast = t.__dict__.get("_fast_step")
+            if dst is not None and fast is not None and fast(src, dst):
+                continue
+            next_td = t._step(tensordict, next_td)
             dst = next_td._tensordict if src is not None and writable(next_td) else None
-            for t in sequence:
-                fast = t.__dict__.get("_fast_step")
-                if dst is not None and fast is not None and fast(src, dst):
-                    continue
-                next_td = t._step(tensordict, next_td)
-                dst = next_td._tensordict if src is not None and writable(next_td) else None
-        else:
-            next_td = transform._step(tensordict, next_td)
+        return next_td
+
+    def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
+        # EnvBase's without the shape fixes: the base env fixed its own outputs and transforms write entries in
+        # their spec's shape, so only done entries declared but not written are filled
+        d = self.__dict__
+        next_td = self._step(tensordict)
         if type(next_td) is not TensorDict and not isinstance(next_td, TensorDictBase):
-            raise TypeError(f"{type(transform).__name__}._step must return a TensorDict, got {type(next_td).__name__}.")
+            raise TypeError(f"{type(self).__name__}._step must return a TensorDict, got {type(next_td).__name__}.")
         (d["_spec_cache"].get("_hot") or self._hot())[2].complete(next_td)
         if d["_run_type_checks"]:
             self._type_check_outputs(next_td)
