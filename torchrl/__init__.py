@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 
 from torchrl._auto_unwrap import auto_unwrap_transformed_env, set_auto_unwrap_transformed_env
+from torchrl._check_mode import check_mode, set_check_mode
 from torchrl._backends import get_ray_default_runtime_env, merge_ray_runtime_env, service_backend, transport_backend
 from torchrl._compile import compile_with_warmup
 from torchrl._cuda import cuda_memory_profile, cuda_memory_stats, reset_cuda_peak_stats
@@ -20,6 +21,7 @@ __version__ = "0.14.1"
 
 __all__ = [
     "auto_unwrap_transformed_env",
+    "check_mode",
     "compile_with_warmup",
     "cuda_memory_profile",
     "cuda_memory_stats",
@@ -30,6 +32,7 @@ __all__ = [
     "reset_cuda_peak_stats",
     "service_backend",
     "set_auto_unwrap_transformed_env",
+    "set_check_mode",
     "timeit",
     "torchrl_logger",
     "transport_backend",
@@ -45,5 +48,11 @@ _SUBPACKAGES = frozenset(
 
 def __getattr__(name: str):
     if name in _SUBPACKAGES:
-        return importlib.import_module(f"torchrl.{name}")
+        try:
+            return importlib.import_module(f"torchrl.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"torchrl.{name}":  # a missing dependency inside the subpackage: say so
+                raise
+            # a subpackage this version does not have yet: ``hasattr`` must answer False, not raise
+            raise AttributeError(f"module 'torchrl' has no attribute {name!r}") from None
     raise AttributeError(f"module 'torchrl' has no attribute {name!r}")
