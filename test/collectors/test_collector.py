@@ -236,8 +236,28 @@ def test_init_random_frames_rounded_to_batches():
     collector = Collector(PendulumEnv(), policy, frames_per_batch=10, total_frames=30, init_random_frames=15)
     assert collector.init_random_frames == 20
     batches = list(collector)
-    assert len(calls) == 10
+    assert len(calls) == 11  # the 10 steps of the last batch, and one call that finds the policy's outputs
     assert (batches[2]["action"] == 0.5).all() and not (batches[0]["action"] == 0.5).all()
+
+
+def test_random_phase_batches_carry_the_policy_outputs_zero_filled():
+    # TorchRL yields the same keys in every batch: an off-policy loop extends one tensor storage with all of them
+    net = TensorDictModule(nn.Linear(3, 2), ["observation"], ["hidden"])
+    head = TensorDictModule(lambda h: (h[..., :1].tanh(), h[..., 1:]), ["hidden"], ["action", ("extra", "logp")])
+    policy = TensorDictSequential(net, head)
+    env = PendulumEnv(batch_size=[2])
+    collector = Collector(env, policy, frames_per_batch=6, total_frames=18, init_random_frames=6)
+    rb = ReplayBuffer(storage=LazyTensorStorage(100))
+    batches = []
+    for batch in collector:
+        rb.extend(batch.reshape(-1))
+        batches.append(batch)
+    keys = [set(b.keys(True, True)) for b in batches]
+    assert keys[0] == keys[1] == keys[2] and {"hidden", ("extra", "logp")} <= keys[0]
+    assert batches[0]["hidden"].shape == (2, 3, 2) and batches[0][("extra", "logp")].shape == (2, 3, 1)
+    assert (batches[0]["hidden"] == 0).all() and (batches[0][("extra", "logp")] == 0).all()
+    assert (batches[1]["hidden"] != 0).any()
+    assert len(rb) == 18
 
 
 def test_plain_modules_are_wrapped():

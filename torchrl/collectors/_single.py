@@ -270,6 +270,7 @@ class Collector(BaseCollector):
                               set_truncated=set_truncated, policy=wrapped if direct else _NO_POLICY)
         self.set_truncated = set_truncated
         self._profiler: RolloutProfiler | None = None
+        self._policy_extras: dict | None = None  # policy outputs besides the action (random-phase batches)
         self._setup_updater(weight_updater, module, policy)
 
     # -- construction helpers -------------------------------------------------------------------------------------
@@ -344,7 +345,8 @@ class Collector(BaseCollector):
         loop = self._loop
         if self.reset_at_each_iter:
             loop.reset()
-        act = self.env.rand_action if self._frames < self.init_random_frames else None
+        random_phase = self._frames < self.init_random_frames
+        act = self.env.rand_action if random_phase else None
         profiler = self._profiler
         with torch.no_grad(), set_exploration_type(self.exploration_type):
             if profiler is None or profiler.done:
@@ -352,6 +354,8 @@ class Collector(BaseCollector):
             else:
                 with profiler.rollout():
                     batch = loop.run(self._steps, act)
+            if random_phase:
+                self._add_policy_outputs(batch)
         self._frames += self.frames_per_batch
         if self.return_same_td:
             loop.out = batch
@@ -359,6 +363,34 @@ class Collector(BaseCollector):
         if device is not None and batch.device != device:
             batch = batch.to(device)
         return batch
+
+    def _add_policy_outputs(self, batch: TensorDictBase) -> None:
+        """Gives a random-phase batch the entries the policy writes besides the action, zero-filled (as
+        TorchRL does), so that every batch has the same keys (``rb.extend`` into a tensor storage needs it).
+
+        The entries are found once, by a call of the policy on the env's zero-filled root data."""
+        extras = self._policy_extras
+        if extras is None:
+            extras = self._policy_extras = self._find_policy_extras()
+        ndim = self.env.batch_dims
+        lead = batch.batch_size[: ndim + 1]
+        for key, (shape, dtype, device) in extras.items():
+            if key not in batch.keys(include_nested=True):
+                batch.set(key, torch.zeros((*lead, *shape), dtype=dtype, device=device))
+
+    def _find_policy_extras(self) -> dict:
+        if self._given_policy is None and self._policy_module is None:
+            return {}
+        root = self.env.fake_tensordict().exclude("next")
+        before = set(root.keys(include_nested=True, leaves_only=True))
+        out = self._act(root)
+        ndim = self.env.batch_dims
+        extras = {}
+        for key in out.keys(include_nested=True, leaves_only=True):
+            value = out.get(key)
+            if key not in before and isinstance(value, torch.Tensor):
+                extras[key] = (value.shape[ndim:], value.dtype, value.device)
+        return extras
 
     def iterator(self) -> Iterator[TensorDictBase]:
         total = self.total_frames
