@@ -5,8 +5,12 @@ One switch for the whole package. When it is on, envs check every action against
 against the storage, naming the key, the expected and the received. It is read from, in order:
 
 1. the innermost :class:`set_check_mode` block (or its ``.set()``),
-2. the ``TORCHRL_CHECK_MODE`` environment variable (``1``/``true``/``yes``/``on`` turn it on),
+2. the ``TORCHRL_CHECK_MODE`` environment variable (``1``/``true``/``yes``/``on`` turn it on), read once
+   when ``torchrl`` is imported,
 3. off.
+
+The resolved value is kept in ``_state["on"]``: hot paths (``EnvBase.step``) read that one dict entry, so
+that check mode being off costs them a single lookup per step.
 
 An env's own ``run_type_checks=True`` turns the env checks on for that env whatever this switch says;
 :func:`~torchrl.envs.utils.check_env_specs` runs with the checks on.
@@ -19,8 +23,22 @@ from torch.utils._contextlib import _DecoratorContextManager
 
 __all__ = ["check_mode", "set_check_mode"]
 
-_state: dict[str, bool | None] = {"mode": None}
 _TRUE = ("1", "true", "yes", "on")
+
+
+def _from_environment() -> bool:
+    value = os.environ.get("TORCHRL_CHECK_MODE")
+    return value is not None and value.strip().lower() in _TRUE
+
+
+#: ``mode``: the innermost ``set_check_mode`` setting (``None``: none); ``on``: the resolved switch.
+_state: dict[str, bool | None] = {"mode": None, "on": _from_environment()}
+_ENV_DEFAULT = _state["on"]
+
+
+def _set(mode: bool | None) -> None:
+    _state["mode"] = mode
+    _state["on"] = _ENV_DEFAULT if mode is None else mode
 
 
 def check_mode() -> bool:
@@ -32,11 +50,7 @@ def check_mode() -> bool:
         ...     check_mode()
         True
     """
-    mode = _state["mode"]
-    if mode is not None:
-        return mode
-    value = os.environ.get("TORCHRL_CHECK_MODE")
-    return value is not None and value.strip().lower() in _TRUE
+    return bool(_state["on"])
 
 
 class set_check_mode(_DecoratorContextManager):  # noqa: N801
@@ -69,11 +83,11 @@ class set_check_mode(_DecoratorContextManager):  # noqa: N801
 
     def set(self) -> None:
         """Sets the mode globally (without a ``with`` block)."""
-        _state["mode"] = self.mode
+        _set(self.mode)
 
     def __enter__(self) -> None:
         self._previous = _state["mode"]
-        _state["mode"] = self.mode
+        _set(self.mode)
 
     def __exit__(self, *exc) -> None:
-        _state["mode"] = self._previous
+        _set(self._previous)

@@ -7,6 +7,8 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
+from torchrl._check_mode import set_check_mode
+
 __all__ = ["check_env_specs"]
 
 _IGNORED_ROOTS = ("collector",)
@@ -131,7 +133,8 @@ def check_env_specs(
 
     Every entry the env produces must be declared in its specs (and every declared entry produced), with
     the declared shape and dtype, and with values inside the declared space. The first discrepancy raises,
-    naming the key, the spec and the data.
+    naming the key, the spec and the data. The rollout runs in check mode (:func:`torchrl.set_check_mode`):
+    every action is checked against the action spec as the env steps.
 
     Args:
         env: the environment to check.
@@ -155,13 +158,14 @@ def check_env_specs(
     try:
         modes = [True, False] if break_when_any_done == "both" else [break_when_any_done]
         for mode in modes:
-            _check_once(
-                env,
-                return_contiguous=return_contiguous,
-                check_dtype=check_dtype,
-                tensordict=tensordict,
-                break_when_any_done=mode,
-            )
+            with set_check_mode(True):  # every step's actions are checked against the action spec
+                _check_once(
+                    env,
+                    return_contiguous=return_contiguous,
+                    check_dtype=check_dtype,
+                    tensordict=tensordict,
+                    break_when_any_done=mode,
+                )
     finally:
         if state is not None:
             torch.set_rng_state(state)

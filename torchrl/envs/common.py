@@ -20,6 +20,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 from torch import nn
 
+from torchrl._check_mode import _state as _check_mode_state
 from torchrl._td import any_true, fast_get, fast_set
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs._check_env import check_env_specs
@@ -28,6 +29,7 @@ from torchrl.envs._env_extras import EnvExtrasMixin
 from torchrl.envs._env_specs import EnvSpecsMixin
 from torchrl.envs._rollout import rollout as _rollout
 from torchrl.envs._seeding import next_seed
+from torchrl.envs._spec_checks import check_entries
 
 __all__ = ["EnvBase", "EnvMetaclass", "register_env_hook"]
 
@@ -267,24 +269,12 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
                     f"{tuple(batch + event_shape)} (batch {tuple(batch)} + action shape {tuple(event_shape)})."
                 )
 
-    def _type_check(self, data: TensorDictBase, spec: Composite, where: str, prefix: tuple = ()) -> None:
-        n = len(self.batch_size)
-        for key, leaf in spec.items(True, True):
-            full = prefix + ((key,) if isinstance(key, str) else tuple(key))
-            full = full if len(full) > 1 else full[0]
-            value = data.get(full, None)
-            if value is None or not isinstance(value, torch.Tensor):
-                continue
-            if value.dtype != leaf.dtype:
-                raise ValueError(
-                    f"{type(self).__name__}.{where}: {full!r} has dtype {value.dtype}, spec expects {leaf.dtype}."
-                )
-            if not leaf.is_in(value if n or value.shape == leaf.shape else value.reshape(-1, *leaf.shape)[0]):
-                raise ValueError(
-                    f"{type(self).__name__}.{where}: {full!r} is outside its spec {type(leaf).__name__}: "
-                    f"got shape {tuple(value.shape)}, min {value.min().item() if value.numel() else None}, "
-                    f"max {value.max().item() if value.numel() else None}."
-                )
+    def _type_check(
+        self, data: TensorDictBase, spec: Composite, where: str, prefix: tuple = (), *, actions: bool = False
+    ) -> None:
+        """Checks ``data``'s entries against ``spec`` (dtype, shape, values; NaN/inf for ``actions``), raising
+        ``ValueError`` that names the key (see :mod:`torchrl.envs._spec_checks`)."""
+        check_entries(data, spec, f"{type(self).__name__}.{where}", prefix=prefix, actions=actions)
 
     # -- step -------------------------------------------------------------------------------------------
     def step(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -296,7 +286,8 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
 
         Raises:
             KeyError: an action is missing (the message lists the keys present).
-            ValueError: an action has the wrong shape (or, with ``run_type_checks``, dtype/values).
+            ValueError: an action has the wrong shape; with ``run_type_checks`` or in check mode
+                (:func:`torchrl.set_check_mode`), the wrong dtype, a NaN/inf or a value outside its spec.
             RuntimeError: the batch size does not match a batch-locked env, or the env is closed.
         """
         d = self.__dict__
@@ -315,8 +306,8 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
                 action = fast_get(tensordict, key)
                 if action is None or action.shape != full_shape:
                     self._check_actions(tensordict)  # raises with a full message
-        if d["_run_type_checks"]:
-            self._type_check(tensordict, self.full_action_spec, "step")
+        if d["_run_type_checks"] or _check_mode_state["on"]:  # torchrl.set_check_mode / TORCHRL_CHECK_MODE
+            self._type_check(tensordict, self.full_action_spec, "step", actions=True)
         next_td = self._step_output(tensordict)
         existing = fast_get(tensordict, "next")
         if existing is not None:

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
+from torchrl._check_mode import check_mode
 from torchrl._td import fast_get, new_td
 from torchrl.data.tensor_specs import Bounded, Categorical, Composite, Unbounded
 from torchrl.envs.common import EnvBase
@@ -279,6 +280,8 @@ class GymWrapper(GymLikeEnv):
     def _column_loop(self, policy):
         if not _inherited(type(self), EnvBase, "step", "step_and_maybe_reset", "step_mdp"):
             return None  # a rollout-level override must see every step
+        if check_mode():
+            return None  # check mode: every action goes through step()'s checks
         return GymColumns.plan(self, policy)
 
     def _row_stepper(self, in_keys, in_views, out_keys, out_views):
