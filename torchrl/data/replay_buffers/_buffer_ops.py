@@ -40,15 +40,21 @@ def stack_anything(items: list) -> Any:
         return items
     first = items[0]
     if isinstance(first, torch.Tensor):
-        if all(x.shape == first.shape for x in items):
-            return torch.stack(items)
-        return torch.nested.nested_tensor(items)
+        shape = first.shape
+        for x in items:
+            if x.shape != shape:
+                raise RuntimeError(
+                    f"Cannot stack the sampled tensors: their shapes differ ({tuple(shape)} and {tuple(x.shape)}). "
+                    "Pass collate_fn=lambda x: x to the ReplayBuffer to get the list of elements, or store "
+                    "TensorDicts in a LazyStackStorage."
+                )
+        return torch.stack(items)
     if is_tensor_collection(first):
         return LazyStackedTensorDict.maybe_dense_stack(items)
     if isinstance(first, (int, float, bool)):
         return torch.tensor(items)
-    if isinstance(first, tuple) and not hasattr(first, "_fields"):
-        return tuple(stack_anything(list(x)) for x in zip(*items))
+    if type(first) is tuple or type(first) is list:
+        return type(first)(stack_anything(list(x)) for x in zip(*items))
     if isinstance(first, dict):
         return {k: stack_anything([x[k] for x in items]) for k in first}
     return items
@@ -60,9 +66,13 @@ def default_collate(data: Any) -> Any:
 
 # ---------------------------------------------------------------------------- transforms on any data
 def apply_transform(transform, data: Any, inverse: bool) -> Any:
-    """Runs ``transform`` (or its inverse) on ``data``; non-tensordict data travels under the key ``"data"``."""
+    """Runs ``transform`` (or its inverse) on ``data``.
+
+    Plain callables receive the data as it is stored (a tensor, a tuple, a dict...). When the chain holds
+    TorchRL transforms, a plain tensor travels under the key ``"data"`` of a TensorDict.
+    """
     fn = transform.inv if inverse else transform
-    if is_tensor_collection(data):
+    if is_tensor_collection(data) or not transform.needs_tensordict:
         return fn(data)
     batch = data.shape[:1] if isinstance(data, torch.Tensor) and data.ndim else []
     wrapped = TensorDict({"data": data}, batch_size=batch)

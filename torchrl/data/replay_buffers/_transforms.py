@@ -131,6 +131,15 @@ class BufferTransform(Compose):
         return data
 
     @property
+    def needs_tensordict(self) -> bool:
+        """Whether a member is a TorchRL transform (which reads TensorDicts), not a plain callable."""
+        for t in self.transforms:
+            inner = t.inner if isinstance(t, _InvertedMember) else t
+            if isinstance(inner, Transform) and not isinstance(inner, _CallableMember):
+                return True
+        return False
+
+    @property
     def has_inverse(self) -> bool:
         """Whether :meth:`inv` can change data (some member is inverted or defines an inverse)."""
         return self._has_inverse

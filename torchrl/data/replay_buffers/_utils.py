@@ -15,6 +15,7 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 from tensordict import is_tensor_collection
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 INT_CLASSES = (int, np.integer)
 _CHECKPOINT_BACKUP = ".{}.previous"
@@ -47,6 +48,59 @@ def _leading_len(data: Any) -> int:
     if isinstance(data, np.ndarray):
         return data.shape[0]
     return len(data)
+
+
+def _tree_leading_len(data: Any) -> int:
+    """Size of the first dimension of a pytree of tensors (a tuple, a dict, ...): that of its first leaf."""
+    if isinstance(data, torch.Tensor) or is_tensor_collection(data):
+        return _leading_len(data)
+    for leaf in tree_flatten(data)[0]:
+        if isinstance(leaf, torch.Tensor) or is_tensor_collection(leaf):
+            if not leaf.shape:
+                raise ValueError(
+                    f"extend() expects every tensor of the {type(data).__name__} to have a leading batch dimension, "
+                    "got a 0-dimensional tensor; use add() to write a single element."
+                )
+            return leaf.shape[0]
+    raise TypeError(
+        f"extend(): a tensor storage stores tensors, TensorDicts or pytrees (tuples, dicts, lists) of tensors; "
+        f"got a {type(data).__name__} without any tensor. Use a ListStorage for other Python objects."
+    )
+
+
+def _tree_slice(data: Any, index: Any) -> Any:
+    """``data[index]`` along the leading dimension of a tensor, a tensor collection or every leaf of a pytree."""
+    if isinstance(data, torch.Tensor) or is_tensor_collection(data):
+        return data[index]
+    return tree_map(lambda x: x[index], data)
+
+
+def stack_elements(items: list, where: str) -> Any:
+    """Stacks a list of elements of one structure (tensors, TensorDicts or pytrees of them) into one batch.
+
+    Raises ``RuntimeError`` naming the first element whose structure or shapes differ from the first one's.
+    """
+    if not items:
+        raise RuntimeError(f"{where}: cannot write an empty list.")
+    first = items[0]
+    try:
+        if isinstance(first, torch.Tensor) or is_tensor_collection(first):
+            return torch.stack(items)
+        leaves, spec = tree_flatten(first)
+        columns = [[leaf] for leaf in leaves]
+        for i, item in enumerate(items[1:], 1):
+            item_leaves, item_spec = tree_flatten(item)
+            if item_spec != spec:
+                raise RuntimeError(f"element {i} has the structure {item_spec}, element 0 has {spec}")
+            for column, leaf in zip(columns, item_leaves):
+                column.append(leaf)
+        return tree_unflatten([torch.stack(column) for column in columns], spec)
+    except (RuntimeError, TypeError) as err:
+        raise RuntimeError(
+            f"{where}: stacking the elements of the list failed ({err}). A tensor storage stacks a list into one "
+            "batch: every element must have the same structure and tensors of the same shapes. Use a ListStorage "
+            "(or LazyStackStorage) for elements of different shapes."
+        ) from err
 
 
 def _under_next(key: Any) -> tuple:

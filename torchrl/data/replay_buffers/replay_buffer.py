@@ -19,6 +19,7 @@ from torchrl.data.replay_buffers.samplers.base import Sampler
 from torchrl.data.replay_buffers.samplers.random import RandomSampler
 from torchrl.data.replay_buffers.storages.base import Storage
 from torchrl.data.replay_buffers.storages.list_storage import ListStorage
+from torchrl.data.replay_buffers.storages.tensor_storage import TensorStorage
 from torchrl.data.replay_buffers.trajectories import Trajectory, filter_trajectories
 from torchrl.data.replay_buffers.writers.base import Writer
 from torchrl.data.replay_buffers.writers.round_robin import RoundRobinWriter
@@ -124,6 +125,8 @@ class ReplayBuffer(metaclass=_BufferMeta):
         if checkpointer is not None:
             self._storage.checkpointer = _build(checkpointer, lambda: None)
         self._custom_collate = collate_fn is not None
+        # a tensor storage returns its stored structure (a list there is a pytree, not a list of samples)
+        self._stack_lists = not isinstance(self._storage, TensorStorage)
         self._collate_fn = collate_fn if collate_fn is not None else ops.default_collate
         if pin_memory and not torch.cuda.is_available():
             warn_once(f"{type(self).__name__}: pin_memory=True has no effect without CUDA.", category=UserWarning)
@@ -191,6 +194,7 @@ class ReplayBuffer(metaclass=_BufferMeta):
     def set_storage(self, storage: Storage, collate_fn: Callable | None = None):
         with self._lock:
             self._storage = storage
+            self._stack_lists = not isinstance(storage, TensorStorage)
             self._writer.register_storage(storage)
             storage.attach(self)
             if collate_fn is not None:
@@ -325,7 +329,7 @@ class ReplayBuffer(metaclass=_BufferMeta):
                 data = self._compact.rebuild(data, index, self._storage)
             if self._writer.tracks_generations:
                 info["index_generation"] = self._writer.generations_of(index)
-        if self._custom_collate or type(data) is list:
+        if self._custom_collate or (type(data) is list and self._stack_lists):
             data = self._collate_fn(data)
         if self._transform is not None and len(self._transform):
             data = ops.apply_transform(self._transform, data, inverse=False)
@@ -371,7 +375,7 @@ class ReplayBuffer(metaclass=_BufferMeta):
             raise IndexError(f"{type(self).__name__}: index {index} is out of range for {len(self)} elements.")
         with self._lock:
             data = self._storage.get(index)
-        if self._custom_collate or type(data) is list:
+        if self._custom_collate or (type(data) is list and self._stack_lists):
             data = self._collate_fn(data)
         if self._transform is not None and len(self._transform):
             data = ops.apply_transform(self._transform, data, inverse=False)
@@ -384,7 +388,7 @@ class ReplayBuffer(metaclass=_BufferMeta):
             if end is not None:
                 rows = rows[:end]
             data = self._storage.get(rows)
-        return self._collate_fn(data) if (self._custom_collate or type(data) is list) else data
+        return self._collate_fn(data) if (self._custom_collate or (type(data) is list and self._stack_lists)) else data
 
     def query(self, predicate=None, *, trajectory_key: NestedKey | None = None) -> list[Trajectory]:
         """The stored trajectories (in order) for which ``predicate(trajectory)`` holds."""

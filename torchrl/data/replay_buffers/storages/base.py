@@ -8,6 +8,7 @@ from typing import Any, Iterator
 import torch
 
 from torchrl._deprecation import warn_once
+from torchrl.data.replay_buffers._utils import _leading_len
 from torchrl.data.replay_buffers.storages.checkpointers import StorageCheckpointerBase
 
 
@@ -121,6 +122,14 @@ class Storage:
 
     def _max_size_along_dim0(self, batched_data_shape: torch.Size | None = None) -> int:
         return self.max_size
+
+    def _batch_len(self, data: Any) -> int:
+        """The number of elements in ``data`` written by ``extend`` (data without a ``shape``)."""
+        return _leading_len(data)
+
+    def _batch_tail(self, data: Any, start: int) -> Any:
+        """The elements of the batch ``data`` from ``start`` on (``extend`` of more than ``max_size``)."""
+        return data[start:]
 
     # ---------------------------------------------------------------- checkpoints
     def dumps(self, path) -> None:

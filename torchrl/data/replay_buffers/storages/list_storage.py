@@ -56,7 +56,20 @@ class ListStorage(Storage):
     def _max_size_along_dim0(self, batched_data_shape=None) -> int:
         return self.max_size if self.max_size is not None else 2**62
 
+    def _batch_len(self, data: Any) -> int:
+        if isinstance(data, dict):
+            raise TypeError(
+                f"Cannot extend a {type(self).__name__} with a dict: a list storage stores a sequence of elements. "
+                "Provide a list, tuple, set, range, np.ndarray, tensor or tensordict of elements (e.g. [d1, d2]), "
+                "add(d) to store one dict, or use a LazyTensorStorage to store a dict of batched tensors."
+            )
+        if isinstance(data, (set, frozenset)):
+            return len(data)
+        return super()._batch_len(data)
+
     def set(self, cursor: int | Sequence[int] | slice, data: Any, *, set_cursor: bool = True):
+        if isinstance(data, (set, frozenset)) and not isinstance(cursor, INT_CLASSES):
+            data = list(data)
         if isinstance(cursor, INT_CLASSES):
             cursor = int(cursor)
             if cursor == len(self._storage):

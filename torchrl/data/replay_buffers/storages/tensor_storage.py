@@ -8,7 +8,13 @@ import torch
 from tensordict import TensorDictBase, is_tensor_collection
 from torch.utils._pytree import tree_flatten, tree_map
 
-from torchrl.data.replay_buffers._utils import INT_CLASSES, unravel_index
+from torchrl.data.replay_buffers._utils import (
+    INT_CLASSES,
+    _tree_leading_len,
+    _tree_slice,
+    stack_elements,
+    unravel_index,
+)
 from torchrl.data.replay_buffers.storages._layout import Layout
 from torchrl.data.replay_buffers.storages.base import Storage
 from torchrl.data.replay_buffers.storages.checkpointers import TensorStorageCheckpointer
@@ -188,10 +194,19 @@ class TensorStorage(Storage):
         return super().contains(item)
 
     # ---------------------------------------------------------------- writes
+    def _batch_len(self, data: Any) -> int:
+        # a list is a list of elements (stacked when written); a tuple or a dict is a pytree of batches
+        return len(data) if type(data) is list else _tree_leading_len(data)
+
+    def _batch_tail(self, data: Any, start: int) -> Any:
+        return data[start:] if type(data) is list else _tree_slice(data, slice(start, None))
+
     def _init(self, data: Any, single: bool) -> None:
         raise RuntimeError(f"{type(self).__name__} was not initialized with data.")
 
     def set(self, cursor: int | Sequence[int] | slice, data: Any, *, set_cursor: bool = True):
+        if type(data) is list:
+            data = stack_elements(data, f"{type(self).__name__}.set")
         if not self.initialized:
             self._init(data, single=isinstance(cursor, INT_CLASSES))
         layout = self._layout

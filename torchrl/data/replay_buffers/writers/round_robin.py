@@ -5,7 +5,7 @@ from typing import Any, Sequence
 
 import torch
 
-from torchrl.data.replay_buffers._utils import INT_CLASSES, _as_index, _leading_len
+from torchrl.data.replay_buffers._utils import INT_CLASSES, _as_index
 from torchrl.data.replay_buffers.storages.tensor_storage import _batch_shape
 from torchrl.data.replay_buffers.writers.base import Writer
 
@@ -77,7 +77,7 @@ class RoundRobinWriter(Writer):
 
     def _capacity(self, data: Any, single: bool) -> int:
         shape = None
-        if not single and (isinstance(data, torch.Tensor) or hasattr(data, "batch_size")):
+        if not single and self._storage.ndim > 1 and type(data) is not list:
             shape = _batch_shape(data)
         return self._storage._max_size_along_dim0(shape)
 
@@ -116,18 +116,18 @@ class RoundRobinWriter(Writer):
         return index
 
     def extend(self, data: Sequence) -> torch.Tensor:
+        storage = self._storage
         shape = getattr(data, "shape", None)
-        n = shape[0] if shape else _leading_len(data)
+        n = shape[0] if shape else storage._batch_len(data)
         if n == 0:
             return torch.zeros(0, dtype=torch.long)
-        storage = self._storage
         capacity = storage._capacity_rows if getattr(storage, "initialized", False) else self._capacity(data, single=False)
         cursor = self._cursor_value if self._shared is None else self._cursor
         written = n
         full_index = None
         if n > capacity:  # only the last `capacity` elements survive
             full_index = torch.arange(cursor, cursor + n) % capacity
-            data = data[n - capacity :]
+            data = storage._batch_tail(data, n - capacity)
             cursor = (cursor + n - capacity) % capacity
             n = capacity
         if cursor + n <= capacity:
