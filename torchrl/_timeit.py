@@ -15,6 +15,9 @@ __all__ = ["timeit"]
 class timeit:  # noqa: N801 - TorchRL's public name
     """Accumulates wall-clock time under ``name`` in a process-wide registry.
 
+    Each registry entry holds ``[seconds per call, total seconds, calls]``. :meth:`erase` (and :meth:`reset`)
+    zero the entries but keep their names, so that a logger keeps reporting every phase it saw.
+
     Args:
         name: the registry entry to add time to.
 
@@ -28,39 +31,46 @@ class timeit:  # noqa: N801 - TorchRL's public name
         >>> "work" in timeit.todict()
         True
         >>> timeit.erase()
+        >>> timeit.todict()["work"]
+        0.0
     """
 
-    _REG: dict[str, list[float]] = {}  # name -> [total seconds, calls, last duration]
-    _starts: dict[str, float] = {}
-    _print_counter: int = 0
+    _REG: dict[str, list] = {}  # name -> [seconds per call, total seconds, calls]
+    _MARKS: dict[str, float] = {}
+    _printevery_count: int = 0
 
     def __init__(self, name: str, *, sync: bool = False) -> None:
         self.name = name
-        self.sync = sync
-        self._t0: float | None = None
+        self._sync = sync
 
     def _now(self) -> float:
-        if self.sync and torch.cuda.is_available():
+        if self._sync and torch.cuda.is_available():
             torch.cuda.synchronize()
         return time.perf_counter()
 
     def __call__(self, fn: Callable) -> Callable:
         @functools.wraps(fn)
         def timed(*args, **kwargs):
-            with timeit(self.name, sync=self.sync):
+            with timeit(self.name, sync=self._sync):
                 return fn(*args, **kwargs)
 
         return timed
 
     def start(self) -> "timeit":
-        self._t0 = self._now()
+        """Starts the clock (what entering a ``with`` block does)."""
+        self.t0 = self._now()
         return self
 
     def elapsed(self) -> float:
-        """Seconds since :meth:`start` (or since entering the ``with`` block)."""
-        if self._t0 is None:
-            raise RuntimeError(f"timeit({self.name!r}).elapsed() called before start().")
-        return self._now() - self._t0
+        """Seconds since :meth:`start` (or since entering the ``with`` block).
+
+        Raises:
+            AttributeError: if the timer was never started.
+        """
+        t0 = self.__dict__.get("t0")
+        if t0 is None:
+            raise AttributeError(f"timeit({self.name!r}).elapsed() called before start() (the timer has no 't0').")
+        return self._now() - t0
 
     def __enter__(self) -> "timeit":
         return self.start()
@@ -70,60 +80,71 @@ class timeit:  # noqa: N801 - TorchRL's public name
 
     @classmethod
     def _record(cls, name: str, duration: float) -> None:
-        entry = cls._REG.setdefault(name, [0.0, 0, 0.0])
-        entry[0] += duration
-        entry[1] += 1
-        entry[2] = duration
+        entry = cls._REG.get(name)
+        if entry is None:
+            cls._REG[name] = [duration, duration, 1]
+            return
+        entry[1] += duration
+        entry[2] += 1
+        entry[0] = entry[1] / entry[2]
 
     @classmethod
     def mark_start(cls, name: str) -> None:
-        cls._starts[name] = time.perf_counter()
+        """Starts timing ``name`` (ended by :meth:`mark_end`), for phases that do not fit a ``with`` block."""
+        cls._MARKS[name] = time.perf_counter()
 
     @classmethod
     def mark_end(cls, name: str) -> None:
-        t0 = cls._starts.pop(name, None)
-        if t0 is None:
-            raise KeyError(f"timeit.mark_end({name!r}) without a matching mark_start.")
+        """Records the time since :meth:`mark_start` under ``name``.
+
+        Raises:
+            KeyError: if ``name`` was not started with :meth:`mark_start`.
+        """
+        try:
+            t0 = cls._MARKS.pop(name)
+        except KeyError:
+            raise KeyError(f"timeit.mark_end({name!r}) without a matching timeit.mark_start({name!r}).") from None
         cls._record(name, time.perf_counter() - t0)
 
     @classmethod
     def todict(cls, percall: bool = True, prefix: str | None = None) -> dict[str, float]:
-        """Registry as ``{name: seconds}`` (per call when ``percall``), keys optionally prefixed."""
+        """Registry as ``{name: seconds}`` (per call when ``percall``, else total), keys as ``"<prefix>/<name>"``."""
         out = {}
-        for name, (total, calls, _) in cls._REG.items():
+        for name, (per_call, total, _) in cls._REG.items():
             key = f"{prefix}/{name}" if prefix else name
-            out[key] = total / max(calls, 1) if percall else total
+            out[key] = per_call if percall else total
         return out
 
     @staticmethod
     def print(prefix: str | None = None) -> str:
+        """Logs one line per entry (``"<name> took <ms> msec (total = <s> sec since last reset)."``) and
+        returns the lines joined by newlines."""
         lines = []
-        for name, (total, calls, last) in sorted(timeit._REG.items()):
-            lines.append(
-                f"{prefix or ''}{name}: {total / max(calls, 1) * 1e3:.4f} ms per call, {calls} calls, {total:.4f} s total"
-            )
-        text = "\n".join(lines)
-        for line in lines:
+        for name, (per_call, total, _) in timeit._REG.items():
+            line = f"{name} took {per_call * 1000:.4f} msec (total = {total: 4.4f} sec since last reset)."
+            if prefix is not None:
+                line = f"{prefix} -- {line}"
+            lines.append(line)
             logger.info(line)
-        return text
+        return "\n".join(lines)
 
     @classmethod
     def printevery(cls, num_prints: int, total_count: int, *, prefix: str | None = None, erase: bool = False) -> None:
         """Call once per iteration: prints the registry ``num_prints`` times over ``total_count`` calls."""
         interval = max(total_count // max(num_prints, 1), 1)
-        cls._print_counter += 1
-        if cls._print_counter % interval == 0:
+        cls._printevery_count += 1
+        if cls._printevery_count % interval == 0:
             cls.print(prefix=prefix)
             if erase:
                 cls.erase()
 
     @staticmethod
     def erase() -> None:
-        """Clears all accumulated timings."""
-        timeit._REG.clear()
-        timeit._starts.clear()
+        """Zeroes every entry of the registry (the names stay)."""
+        for entry in timeit._REG.values():
+            entry[:] = [0.0, 0.0, 0]
 
     @classmethod
     def reset(cls) -> None:
+        """Same as :meth:`erase`."""
         cls.erase()
-        cls._print_counter = 0
