@@ -14,7 +14,7 @@ from operator import attrgetter, eq, is_, is_not, itemgetter
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 __all__ = ["any_true", "fast_get", "fast_set", "new_td", "shallow_dict", "stack_tds", "writable"]
 
@@ -155,22 +155,23 @@ def stack_tds(tds: list[TensorDictBase], dim: int = 0) -> TensorDictBase:
     """``torch.stack(tds, dim)``, faster for lists of plain TensorDicts sharing one structure.
 
     Each leaf is stacked with one ``torch.stack`` call (a leaf that is the very same tensor in every
-    element is expanded and copied once instead); anything unusual goes through tensordict's own stack.
+    element is expanded and copied once instead); anything unusual goes through tensordict's own stack,
+    lazily where the elements' structures or leaf shapes differ (as TorchRL's rollouts do).
     """
     first = tds[0]
     if type(first) is not _TD or dim < 0 or dim > first.batch_dims:
-        return torch.stack(tds, dim)
+        return _general_stack(tds, dim)
     template = _template(first)
     if template is None:
-        return torch.stack(tds, dim)
+        return _general_stack(tds, dim)
     batch = first.batch_size
     # (C-level scans: a rollout stacks thousands of steps)
     if not all(map(is_, map(type, tds), repeat(_TD))) or not all(map(eq, map(_batch_of, tds), repeat(batch))):
-        return torch.stack(tds, dim)
+        return _general_stack(tds, dim)
     try:
         sinks = _columns(list(map(_entries_of, tds)), template)
     except _Mismatch:
-        return torch.stack(tds, dim)
+        return _general_stack(tds, dim)
     n = len(tds)
     shifted = _shifted_pairs(sinks) if n > 2 else {}
     stacked: list = [None] * len(sinks)
@@ -187,7 +188,7 @@ def stack_tds(tds: list[TensorDictBase], dim: int = 0) -> TensorDictBase:
                 else:  # a contiguous stack then one transposing copy beats a strided stack
                     stacked[i] = torch.stack(values, 0).movedim(0, dim).contiguous()
             except Exception:  # e.g. mismatched shapes, or a TensorDict where the first step has a tensor:
-                return torch.stack(tds, dim)  # tensordict's own stack, and its own error
+                return _general_stack(tds, dim)  # tensordict's own stack, and its own error
     for i, (j, exceptions) in shifted.items():  # [values[0], *other's first n - 1], then the exceptions
         out = torch.cat([sinks[i][0].unsqueeze(dim), stacked[j].narrow(dim, 0, n - 1)], dim)
         for t in exceptions:
@@ -195,6 +196,12 @@ def stack_tds(tds: list[TensorDictBase], dim: int = 0) -> TensorDictBase:
         stacked[i] = out
     out_batch = torch.Size((*batch[:dim], n, *batch[dim:]))
     return _build(template, iter(stacked), first, out_batch)
+
+
+def _general_stack(tds: list[TensorDictBase], dim: int) -> TensorDictBase:
+    """tensordict's stack: dense where it can be, a ``LazyStackedTensorDict`` where the elements' keys or leaf
+    shapes differ (e.g. an env whose observation grows, or agent groups of different sizes)."""
+    return LazyStackedTensorDict.maybe_dense_stack(tds, dim)
 
 
 def _shifted_pairs(sinks: list[list]) -> dict[int, tuple[int, list[int]]]:

@@ -626,3 +626,36 @@ def test_squeeze_and_reshape_to_scalar_shape():
     assert spec.squeeze(0).shape == torch.Size([])
     assert spec.reshape(()).shape == torch.Size([])
     assert spec.squeeze(0).is_in(torch.tensor(0.5))
+
+
+class TestDynamicDims:
+    """A ``-1`` dim is a size that changes from step to step: values drawn from the spec take it as 1, and
+    membership accepts any size there (TorchRL's dynamic specs)."""
+
+    @pytest.mark.parametrize("spec", [
+        Unbounded(shape=(-1, 3)),
+        Bounded(low=-1.0, high=1.0, shape=(-1, 3)),
+        Categorical(4, shape=(-1, 3)),
+        Unbounded(shape=(-1, 3), dtype=torch.int64),
+        Binary(shape=(-1, 3)),
+    ], ids=lambda s: type(s).__name__)
+    def test_values_take_one_for_dynamic_dims(self, spec):
+        assert spec.shape == (-1, 3)
+        assert spec.zero().shape == (1, 3) and spec.rand().shape == (1, 3) and spec.one().shape == (1, 3)
+        assert spec.zero((2,)).shape == (2, 1, 3) and spec.rand((2, 4)).shape == (2, 4, 1, 3)
+        assert spec.is_in(spec.rand()) and spec.is_in(spec.zero((5,)).reshape(5, 3))
+        assert not spec.is_in(torch.zeros(5, 4, dtype=spec.dtype))
+
+    def test_bounded_keeps_one_row_of_bounds(self):
+        spec = Bounded(low=torch.tensor([0.0, 1.0, 2.0]), high=3.0, shape=(-1, 3))
+        assert spec.low.shape == (1, 3)
+        x = spec.rand((1000,))
+        assert bool((x >= torch.tensor([0.0, 1.0, 2.0])).all() and (x <= 3).all())
+        assert not spec.is_in(torch.full((4, 3), 5.0))
+
+    def test_composite_with_dynamic_leaf(self):
+        from torchrl.data import Composite
+
+        spec = Composite(a=Unbounded(shape=(-1, 3)), b=Unbounded(shape=(2,)))
+        assert spec.zero()["a"].shape == (1, 3) and spec.rand()["b"].shape == (2,)
+        assert spec.is_in(spec.zero())

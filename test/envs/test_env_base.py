@@ -99,6 +99,23 @@ class TestSpecs:
         assert set(env.done_spec.keys()) == {"done", "terminated"}
         assert isinstance(env.state_spec, Composite) and len(list(env.state_spec.keys())) == 0
 
+    @pytest.mark.parametrize("action, leaf", [
+        (Unbounded(2), True),
+        (Composite(action=Unbounded(2)), True),
+        (Composite(act=Unbounded(2)), False),  # one leaf, but not named "action"
+        (Composite(agents=Composite(action=Unbounded((2, 1)), shape=(2,))), False),  # nested
+        (Composite(action=Unbounded(2), other=Unbounded(1)), False),
+    ])
+    def test_action_spec_view_is_the_leaf_only_for_the_default_key(self, action, leaf):
+        # TorchRL: action_spec/reward_spec give the leaf only when the only key is "action"/"reward"
+        env = Minimal(spec_locked=False)
+        env.action_spec = action
+        assert isinstance(env.action_spec, Composite) is not leaf
+        if leaf:
+            assert env.action_spec is env.full_action_spec["action"]
+        env.reward_spec = Composite(r=Unbounded(1))
+        assert isinstance(env.reward_spec, Composite) and env.reward_keys == ["r"]
+
     def test_state_spec_of_pendulum(self):
         env = PendulumEnv()
         assert set(env.state_spec.keys()) == {"th", "thdot", "params"}
@@ -257,8 +274,8 @@ class TestResetStep:
             (("done",), (True, True, False)),
             (("terminated",), (True, True, False)),
             (("truncated",), (True, False, True)),
-            (("done", "truncated"), (True, False, True)),
             (("terminated", "truncated"), (True, True, True)),
+            ((), (False, False, False)),  # nothing returned: every done entry is all-False, as in TorchRL
         ],
     )
     def test_done_terminated_truncated_completion(self, returns, expected):
@@ -266,6 +283,29 @@ class TestResetStep:
         nxt = env.rand_step(env.reset())["next"]
         assert (nxt["done"].item(), nxt["terminated"].item(), nxt["truncated"].item()) == expected
         assert torch.equal(nxt["done"], nxt["terminated"] | nxt["truncated"])
+
+    def test_done_and_truncated_without_terminated_raises(self):
+        # where both are set, terminated cannot be told (TorchRL raises RuntimeError too)
+        env = DoneSignals(("done", "truncated"))
+        with pytest.raises(RuntimeError, match="returned 'done' and 'truncated' but not 'terminated'"):
+            env.rand_step(env.reset())
+
+    def test_custom_done_names_are_kept_and_filled(self):
+        # TorchRL pairs done/terminated only; a group without them keeps its names, missing entries are False
+        from torchrl.data import Categorical, Composite
+
+        class Custom(DoneSignals):
+            def __init__(self):
+                super().__init__(())
+                self.done_spec = Composite(d=Categorical(2, (1,), dtype=torch.bool),
+                                           g=Composite(truncated=Categorical(2, (1,), dtype=torch.bool)))
+
+        env = Custom()
+        assert env.done_keys == ["d", ("g", "truncated")]
+        assert env.reset_keys == ["_reset", ("g", "_reset")]
+        nxt = env.rand_step(env.reset())["next"]
+        assert nxt["d"].tolist() == [False] and nxt["g", "truncated"].tolist() == [False]
+        assert "done" not in nxt.keys()
 
     def test_truncated_step_is_done_not_terminated(self):
         env = ContinuousActionVecMockEnv(max_steps=2)

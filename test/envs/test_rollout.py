@@ -7,7 +7,8 @@ from tensordict import LazyStackedTensorDict, TensorDict
 from tensordict.nn import TensorDictModule
 from torch import nn
 
-from torchrl.envs import PendulumEnv
+from torchrl.data import Composite, Unbounded
+from torchrl.envs import EnvBase, PendulumEnv, step_mdp
 from torchrl.testing import (
     ContinuousActionVecMockEnv,
     CountingEnv,
@@ -274,3 +275,56 @@ class TestGarbageCollector:
             assert not gc.isenabled()
         finally:
             gc.enable()
+
+
+class GrowingEnv(EnvBase):
+    """The observation gains one row per step (a dynamic ``-1`` dim in its spec); done after 3 steps."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.observation_spec = Composite(observation=Unbounded(shape=(-1, 3)))
+        self.action_spec = Unbounded(shape=(1,))
+        self.reward_spec = Unbounded(shape=(1,))
+
+    def _reset(self, td):
+        self.count = 1
+        return TensorDict({"observation": torch.ones(1, 3)}, [])
+
+    def _step(self, td):
+        self.count += 1
+        return TensorDict({"observation": torch.full((self.count, 3), float(self.count)),
+                           "reward": torch.ones(1), "done": torch.tensor([self.count >= 4])}, [])
+
+    def _set_seed(self, seed):
+        return seed
+
+
+class TestHeterogeneousShapes:
+    """Entries whose shape changes between steps roll out into lazy stacks, as in TorchRL."""
+
+    def test_rollout_is_a_lazy_stack_of_the_steps(self):
+        r = GrowingEnv().rollout(5, break_when_any_done=False)
+        assert isinstance(r, LazyStackedTensorDict) and r.batch_size == (5,)
+        assert [r[i]["observation"].shape[0] for i in range(5)] == [1, 2, 3, 1, 2]  # reset after step 3
+        assert [r[i]["next", "observation"].shape[0] for i in range(5)] == [2, 3, 4, 2, 3]
+        assert r["next", "reward"].shape == (5, 1)  # same-shape entries still read as dense tensors
+        assert (r[2]["next", "observation"] == 4).all()
+
+    def test_rollout_stops_at_done_and_step_mdp_keeps_shapes(self):
+        r = GrowingEnv().rollout(10)
+        assert r.batch_size == (3,)
+        nxt = step_mdp(r[1])
+        assert nxt["observation"].shape == (3, 3) and "next" not in nxt.keys()
+
+    def test_same_shapes_stay_dense(self):
+        r = PendulumEnv().rollout(4)
+        assert type(r) is TensorDict
+
+    def test_collector_batches(self):
+        from torchrl.collectors import Collector
+
+        collector = Collector(GrowingEnv(), None, frames_per_batch=5, total_frames=10)
+        batches = list(collector)
+        assert all(isinstance(b, LazyStackedTensorDict) and b.batch_size == (5,) for b in batches)
+        assert [b[i]["observation"].shape[0] for b in batches for i in range(5)] == [1, 2, 3, 1, 2, 3, 1, 2, 3, 1]
+        assert batches[0]["collector", "traj_ids"].tolist() == [0, 0, 0, 1, 1]

@@ -57,15 +57,12 @@ def _tensor(t: torch.Tensor, values: bool) -> dict:
 
 
 def _spec(spec: Any, values: bool) -> dict:
-    out: dict[str, Any] = {
-        "spec": type(spec).__name__,
-        "shape": list(spec.shape),
-        "dtype": str(getattr(spec, "dtype", None)).replace("torch.", ""),
-        "device": str(getattr(spec, "device", None)),
-    }
+    out: dict[str, Any] = {"spec": type(spec).__name__, "shape": list(spec.shape), "device": str(getattr(spec, "device", None))}
     if hasattr(spec, "keys") and callable(spec.keys) and type(spec).__name__ in ("Composite", "StackedComposite"):
+        # a Composite's dtype is not compared: TorchRL's is always float32 whatever the leaves (ours: None)
         out["entries"] = {_key(k): summarize(spec[k], values) for k in spec.keys()}
         return out
+    out["dtype"] = str(getattr(spec, "dtype", None)).replace("torch.", "")
     space = getattr(spec, "space", None)
     for name in ("low", "high", "n", "nvec"):
         v = getattr(space, name, None)

@@ -41,9 +41,10 @@ def from_tuple(key: tuple[str, ...]) -> NestedKey:
 
 
 class _Group:
-    __slots__ = ("prefix", "done", "terminated", "truncated", "others", "reset_key", "shape")
+    __slots__ = ("prefix", "done", "terminated", "truncated", "others", "reset_key", "shape", "event", "dtypes")
 
-    def __init__(self, prefix: tuple[str, ...], names: dict[str, NestedKey], shape: torch.Size):
+    def __init__(self, prefix: tuple[str, ...], names: dict[str, NestedKey], shape: torch.Size, batch_ndim: int = 0,
+                 dtypes: dict | None = None):
         self.prefix = prefix
         self.done = names.pop("done", None)
         self.terminated = names.pop("terminated", None)
@@ -51,6 +52,19 @@ class _Group:
         self.others = list(names.values())
         self.reset_key = from_tuple(prefix + ("_reset",))
         self.shape = shape
+        self.event = shape[batch_ndim:]  # the leaves' shape past the env's batch dims
+        self.dtypes = dtypes or {}  # key -> dtype of each leaf (for the entries filled with False)
+
+    def fill(self, data: TensorDictBase, like: torch.Tensor | None) -> None:
+        """Writes all-False values for the group's entries missing from ``data``."""
+        for key in self.keys:
+            if fast_get(data, key) is None:
+                dtype = self.dtypes.get(key, torch.bool)
+                if like is not None:
+                    value = torch.zeros(like.shape, dtype=dtype, device=like.device)
+                else:
+                    value = torch.zeros((*data.batch_size, *self.event), dtype=dtype, device=data.device)
+                fast_set(data, key, value)
 
     @property
     def keys(self) -> list[NestedKey]:
@@ -75,44 +89,53 @@ class DoneStructure:
     def __init__(self, full_done_spec) -> None:
         groups: dict[tuple[str, ...], dict[str, NestedKey]] = {}
         shapes: dict[tuple[str, ...], torch.Size] = {}
+        dtypes: dict[NestedKey, torch.dtype] = {}
         for key, leaf in full_done_spec.items(include_nested=True, leaves_only=True):
             tkey = as_tuple(key)
             groups.setdefault(tkey[:-1], {})[tkey[-1]] = from_tuple(tkey)
             shapes.setdefault(tkey[:-1], leaf.shape)
-        self.groups = [_Group(prefix, names, shapes[prefix]) for prefix, names in groups.items()]
+            dtypes[from_tuple(tkey)] = leaf.dtype
+        ndim = len(getattr(full_done_spec, "shape", ()))
+        self.groups = [_Group(prefix, names, shapes[prefix], ndim, dtypes) for prefix, names in groups.items()]
         self.done_keys: list[NestedKey] = [k for g in self.groups for k in g.keys]
         self.reset_keys: list[NestedKey] = [g.reset_key for g in self.groups]
         self.done_keys_groups: list[list[NestedKey]] = [g.keys for g in self.groups]
-        # Groups that the env may return partially and that need completing.
-        self._completable = [g for g in self.groups if g.done is not None]
         # complete() has nothing to do when all these top-level keys are present (``None``: some are nested)
-        flat = [k for g in self._completable for k in (g.done, g.terminated, g.truncated) if k is not None]
+        flat = [k for g in self.groups for k in g.keys]
         self._complete_keys = frozenset(flat) if all(type(k) is str for k in flat) else None
         # The common layout (one group with a done entry) gets a short path in any_done.
         self._single = (self.groups[0].done, self.groups[0].reset_key) if len(self.groups) == 1 and self.groups[0].done is not None else None
 
     def complete(self, data: TensorDictBase) -> TensorDictBase:
-        """Fills missing ``done``/``terminated``/``truncated`` entries of ``data`` in place.
+        """Fills missing done entries of ``data`` in place, as TorchRL does.
 
-        ``terminated`` defaults to ``done``; ``truncated`` to all-False; ``done`` to
-        ``terminated | truncated``.
+        ``terminated`` defaults to ``done``; ``done`` to ``terminated | truncated``; every other missing
+        entry (``truncated``, custom names, or all of them) to all-False.
+
+        Raises:
+            RuntimeError: ``done`` and ``truncated`` are given without ``terminated``, which cannot be told
+                apart where both are set (as in TorchRL).
         """
         keys = self._complete_keys
         if keys is not None and type(data) is _TD and data._tensordict.keys() >= keys:
             return data  # e.g. a transformed env whose base env and transforms wrote every entry
-        for g in self._completable:
-            done = fast_get(data, g.done)
+        for g in self.groups:
+            done = fast_get(data, g.done) if g.done is not None else None
             terminated = fast_get(data, g.terminated) if g.terminated is not None else None
             truncated = fast_get(data, g.truncated) if g.truncated is not None else None
-            if done is None:
-                if terminated is None and truncated is None:
-                    continue
+            given = done is not None
+            if g.done is not None and not given and (terminated is not None or truncated is not None):
                 done = terminated if truncated is None else (truncated if terminated is None else terminated | truncated)
                 fast_set(data, g.done, done)
-            if g.terminated is not None and terminated is None:
-                fast_set(data, g.terminated, done if truncated is None else done & ~truncated)
-            if g.truncated is not None and truncated is None:
-                fast_set(data, g.truncated, torch.zeros_like(done))
+            if g.terminated is not None and terminated is None and done is not None:
+                if truncated is not None and given:
+                    raise RuntimeError(
+                        f"The env returned {from_tuple(as_tuple(g.done))!r} and {from_tuple(as_tuple(g.truncated))!r} "
+                        f"but not {from_tuple(as_tuple(g.terminated))!r}: terminated cannot be inferred where both are "
+                        f"set. Return 'terminated' (and 'truncated') from _step; 'done' is then filled in."
+                    )
+                fast_set(data, g.terminated, done if given else done & ~truncated)
+            g.fill(data, done if done is not None else (terminated if terminated is not None else truncated))
         return data
 
     def reset_masks(self, data: TensorDictBase) -> list[tuple[NestedKey, torch.Tensor | None]]:

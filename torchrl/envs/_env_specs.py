@@ -183,11 +183,11 @@ class EnvSpecsMixin:
     def full_state_spec(self, value: Composite) -> None:
         self._set_part("_input_spec", "full_state_spec", value, None)
 
-    # -- convenience views: a single leaf when there is one, else the full Composite -----------------
+    # -- convenience views: the leaf when it is the only one and has the default name, else the Composite ----
     @staticmethod
-    def _single_or_full(full: Composite) -> TensorSpec:
+    def _single_or_full(full: Composite, name: str) -> TensorSpec:
         keys = _leaf_keys(full)
-        return full[keys[0]] if len(keys) == 1 else full
+        return full[name] if len(keys) == 1 and keys[0] == name else full
 
     @property
     def observation_spec(self) -> Composite:
@@ -207,7 +207,7 @@ class EnvSpecsMixin:
 
     @property
     def action_spec(self) -> TensorSpec:
-        return self._cached("action_spec", lambda: self._single_or_full(self.full_action_spec))
+        return self._cached("action_spec", lambda: self._single_or_full(self.full_action_spec, "action"))
 
     @action_spec.setter
     def action_spec(self, value: TensorSpec) -> None:
@@ -215,7 +215,7 @@ class EnvSpecsMixin:
 
     @property
     def reward_spec(self) -> TensorSpec:
-        return self._cached("reward_spec", lambda: self._single_or_full(self.full_reward_spec))
+        return self._cached("reward_spec", lambda: self._single_or_full(self.full_reward_spec, "reward"))
 
     @reward_spec.setter
     def reward_spec(self, value: TensorSpec) -> None:
@@ -223,7 +223,7 @@ class EnvSpecsMixin:
 
     @property
     def done_spec(self) -> TensorSpec:
-        return self._cached("done_spec", lambda: self._single_or_full(self.full_done_spec))
+        return self._cached("done_spec", lambda: self._single_or_full(self.full_done_spec, "done"))
 
     @done_spec.setter
     def done_spec(self, value: TensorSpec) -> None:
@@ -342,7 +342,8 @@ class EnvSpecsMixin:
         return Categorical(2, shape=shape, dtype=torch.bool, device=self.device)
 
     def _complete_done_spec(self) -> None:
-        """Ensures every done group has ``done`` and ``terminated`` (TorchRL's invariant)."""
+        """Pairs ``done`` and ``terminated`` (TorchRL's invariant): a group with one of them gets the other; an
+        empty done spec gets both. Groups with neither (only ``truncated``, or custom names) are kept as given."""
         full = self.__dict__["_output_spec"]["full_done_spec"]
         if not _leaf_keys(full):
             shape = (*self.batch_size, 1)
@@ -351,12 +352,10 @@ class EnvSpecsMixin:
         else:
             for group in DoneStructure(full).groups:
                 prefix = group.prefix
-                if group.done is None:
-                    ref = full[group.keys[0]]
-                    full[prefix + ("done",) if prefix else "done"] = ref.clone()
-                if group.terminated is None:
-                    ref = full[prefix + ("done",) if prefix else "done"]
-                    full[prefix + ("terminated",) if prefix else "terminated"] = ref.clone()
+                if group.done is None and group.terminated is not None:
+                    full[prefix + ("done",) if prefix else "done"] = full[group.terminated].clone()
+                elif group.terminated is None and group.done is not None:
+                    full[prefix + ("terminated",) if prefix else "terminated"] = full[group.done].clone()
         self._invalidate_spec_cache()
 
     def _complete_specs(self) -> None:
@@ -374,7 +373,7 @@ class EnvSpecsMixin:
         for group in DoneStructure(full).groups:
             if group.truncated is None:
                 prefix = group.prefix
-                full[prefix + ("truncated",) if prefix else "truncated"] = full[group.done].clone()
+                full[prefix + ("truncated",) if prefix else "truncated"] = full[group.keys[0]].clone()
         self._invalidate_spec_cache()
         if locked:
             self.set_spec_lock_(True)

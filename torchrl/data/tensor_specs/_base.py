@@ -19,7 +19,6 @@ from torchrl.data.tensor_specs._utils import (
     DEVICE_TYPING,
     INDEX_TYPING,
     SHAPE_INDEX_TYPING,
-    _cat_shape,
     _device,
     _indent,
     _indexed_shape,
@@ -29,6 +28,7 @@ from torchrl.data.tensor_specs._utils import (
     _norm_index,
     _shape_args,
     _shapes_compatible,
+    _value_shape,
 )
 
 __all__ = ["TensorSpec"]
@@ -134,7 +134,7 @@ class TensorSpec:
 
     def zero(self, shape: torch.Size = None) -> torch.Tensor | TensorDictBase:
         """A zero-filled value, with ``shape`` prepended to the spec's shape."""
-        return torch.zeros(_cat_shape(shape, self.shape), dtype=self.dtype, device=self._device)
+        return torch.zeros(_value_shape(shape, self.shape), dtype=self.dtype, device=self._device)
 
     def zeros(self, shape: torch.Size = None) -> torch.Tensor | TensorDictBase:
         """Same as :meth:`zero`."""
@@ -142,7 +142,7 @@ class TensorSpec:
 
     def one(self, shape: torch.Size = None) -> torch.Tensor | TensorDictBase:
         """A one-filled value, with ``shape`` prepended to the spec's shape."""
-        return torch.ones(_cat_shape(shape, self.shape), dtype=self.dtype, device=self._device)
+        return torch.ones(_value_shape(shape, self.shape), dtype=self.dtype, device=self._device)
 
     def ones(self, shape: torch.Size = None) -> torch.Tensor | TensorDictBase:
         """Same as :meth:`one`."""

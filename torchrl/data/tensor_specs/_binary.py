@@ -8,7 +8,7 @@ import torch
 from torchrl.data.tensor_specs._base import TensorSpec
 from torchrl.data.tensor_specs._boxes import BinaryBox
 from torchrl.data.tensor_specs._categorical import Categorical
-from torchrl.data.tensor_specs._utils import _cartesian, _cat_shape, _dtype, _leaf_device, _size
+from torchrl.data.tensor_specs._utils import _cartesian, _dtype, _leaf_device, _size, _value_shape
 
 __all__ = ["Binary"]
 
@@ -64,7 +64,7 @@ class Binary(Categorical):
         )
 
     def rand(self, shape: torch.Size = None) -> torch.Tensor:
-        full = self.shape if not shape else _cat_shape(shape, self.shape)
+        full = _value_shape(shape, self.shape)
         if self.dtype is torch.bool:
             return torch.rand(full, device=self._device) < 0.5
         return torch.randint(0, 2, full, dtype=self.dtype, device=self._device)

@@ -8,7 +8,7 @@ import torch
 from torchrl._deprecation import rename_kwargs
 from torchrl.data.tensor_specs._base import TensorSpec
 from torchrl.data.tensor_specs._boxes import ContinuousBox
-from torchrl.data.tensor_specs._utils import _cartesian, _cat_shape, _dtype, _is_float, _leaf_device, _size
+from torchrl.data.tensor_specs._utils import _cartesian, _dtype, _is_float, _leaf_device, _size, _value_shape
 
 __all__ = ["Bounded", "BoundedContinuous", "BoundedDiscrete"]
 
@@ -90,7 +90,8 @@ class Bounded(TensorSpec):
         high = torch.as_tensor(high, device=device).to(dtype)
         try:
             shape = torch.broadcast_shapes(low.shape, high.shape) if shape is None else _size(shape)
-            low, high = low.expand(shape), high.expand(shape)
+            bounds = _value_shape(None, shape)  # a dynamic (-1) dim keeps one row of bounds
+            low, high = low.expand(bounds), high.expand(bounds)
         except RuntimeError:
             raise ValueError(
                 f"Bounded: low (shape {tuple(low.shape)}) and high (shape {tuple(high.shape)}) do not broadcast "
@@ -194,7 +195,7 @@ class BoundedContinuous(Bounded):
     _continuous = True
 
     def rand(self, shape: torch.Size = None) -> torch.Tensor:
-        full = self.shape if not shape else _cat_shape(shape, self.shape)
+        full = _value_shape(shape, self.shape)
         box = self.space
         r = torch.rand(full, dtype=self.dtype, device=self._device)
         plain = box._cache.get("lerp")
@@ -228,7 +229,7 @@ class BoundedDiscrete(Bounded):
     _default_dtype = torch.int64
 
     def rand(self, shape: torch.Size = None) -> torch.Tensor:
-        full = self.shape if not shape else _cat_shape(shape, self.shape)
+        full = _value_shape(shape, self.shape)
         box = self.space
         uniform = box._cache.get("uniform")
         if uniform is None:

@@ -7,7 +7,7 @@ import torch
 
 from torchrl.data.tensor_specs._base import _SPEC_CLASSES, TensorSpec
 from torchrl.data.tensor_specs._boxes import CategoricalBox
-from torchrl.data.tensor_specs._utils import _cartesian, _cat_shape, _dtype, _leaf_device, _size
+from torchrl.data.tensor_specs._utils import _cartesian, _dtype, _leaf_device, _size, _value_shape
 
 __all__ = ["Categorical"]
 
@@ -99,7 +99,7 @@ class Categorical(TensorSpec):
         return ValueError(f"{type(self).__name__} was built with n=-1: call set_provisional_n(n) before sampling.")
 
     def rand(self, shape: torch.Size = None) -> torch.Tensor:
-        full = self.shape if not shape else _cat_shape(shape, self.shape)
+        full = _value_shape(shape, self.shape)
         n = self.space.n
         if n < 0:
             raise self._no_n()

@@ -13,11 +13,11 @@ from torchrl.data.tensor_specs._categorical import Categorical, _check_mask, _ma
 from torchrl.data.tensor_specs._one_hot import OneHot, _one_hot
 from torchrl.data.tensor_specs._utils import (
     _cartesian,
-    _cat_shape,
     _dtype,
     _leaf_device,
     _shapes_compatible,
     _size,
+    _value_shape,
 )
 
 __all__ = ["MultiCategorical", "MultiOneHot"]
@@ -113,7 +113,7 @@ class MultiCategorical(Categorical):
         return out
 
     def rand(self, shape: torch.Size | None = None) -> torch.Tensor:
-        full = self.shape if not shape else _cat_shape(shape, self.shape)
+        full = _value_shape(shape, self.shape)
         if self.mask is None:
             out = torch.randint(0, _BIG, full, device=self._device) % self.nvec
             return out if self.dtype is torch.int64 else out.to(self.dtype)
@@ -265,7 +265,7 @@ class MultiOneHot(OneHot):
         )
 
     def rand(self, shape: torch.Size | None = None) -> torch.Tensor:
-        full = self.shape if not shape else _cat_shape(shape, self.shape)
+        full = _value_shape(shape, self.shape)
         if self.mask is None:
             idx = torch.randint(0, _BIG, (*full[:-1], len(self.nvec)), device=self._device) % self._nvec_t
         else:

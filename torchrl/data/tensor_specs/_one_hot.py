@@ -9,7 +9,7 @@ import torch
 from torchrl.data.tensor_specs._base import TensorSpec
 from torchrl.data.tensor_specs._boxes import CategoricalBox
 from torchrl.data.tensor_specs._categorical import Categorical, _check_mask, _masked_draw
-from torchrl.data.tensor_specs._utils import _cartesian, _cat_shape, _dtype, _leaf_device, _shapes_compatible, _size
+from torchrl.data.tensor_specs._utils import _cartesian, _dtype, _leaf_device, _shapes_compatible, _size, _value_shape
 
 __all__ = ["OneHot"]
 
@@ -97,7 +97,7 @@ class OneHot(TensorSpec):
 
     def rand(self, shape: torch.Size = None) -> torch.Tensor:
         n = self.space.n
-        batch = self.shape[:-1] if not shape else _cat_shape(shape, self.shape[:-1])
+        batch = _value_shape(shape, self.shape[:-1])
         if self.mask is None:
             # one draw and one row gather from a cached identity matrix (cheaper than zeros + scatter)
             idx = torch.randint(0, n, (batch.numel(),), device=self._device)

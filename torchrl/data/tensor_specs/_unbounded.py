@@ -7,7 +7,7 @@ import torch
 
 from torchrl.data.tensor_specs._base import TensorSpec
 from torchrl.data.tensor_specs._boxes import ContinuousBox
-from torchrl.data.tensor_specs._utils import _cat_shape, _dtype, _is_float, _leaf_device, _size
+from torchrl.data.tensor_specs._utils import _dtype, _is_float, _leaf_device, _size, _value_shape
 
 __all__ = ["Unbounded", "UnboundedContinuous", "UnboundedDiscrete"]
 
@@ -65,15 +65,13 @@ class Unbounded(TensorSpec):
         dtype = _dtype(dtype, self._default_dtype or torch.get_default_dtype())
         device = _leaf_device(device)
         continuous = _is_float(dtype)
-        if continuous:
-            low = torch.tensor(-float("inf"), dtype=dtype, device=device)
-            high = torch.tensor(float("inf"), dtype=dtype, device=device)
-        else:
-            lo, hi = _int_range(dtype)
-            low = torch.tensor(lo, device=device).to(dtype)
-            high = torch.tensor(hi - 1, device=device).to(dtype)
-        safe = [max(s, 0) for s in shape]
-        box = ContinuousBox(low.expand(safe), high.expand(safe))
+        # the box holds the dtype's extreme finite values, as TorchRL's does (membership ignores it)
+        info = torch.finfo(dtype) if continuous else (torch.iinfo(dtype) if dtype != torch.bool else None)
+        lo, hi = (info.min, info.max) if info is not None else (False, True)
+        low = torch.tensor(lo, device=device).to(dtype)
+        high = torch.tensor(hi, device=device).to(dtype)
+        bounds = _value_shape(None, shape)  # a dynamic (-1) dim keeps one row of bounds
+        box = ContinuousBox(low.expand(bounds), high.expand(bounds))
         super().__init__(shape, box, device, dtype, "continuous" if continuous else "discrete")
         self._continuous = continuous
         self._int_range = None if continuous else _int_range(dtype)
@@ -82,7 +80,7 @@ class Unbounded(TensorSpec):
         return Unbounded(shape=shape, device=overrides.get("device", self._device), dtype=overrides.get("dtype", self.dtype))
 
     def rand(self, shape: torch.Size = None) -> torch.Tensor:
-        full = self.shape if not shape else _cat_shape(shape, self.shape)
+        full = _value_shape(shape, self.shape)
         if self._continuous:
             return torch.randn(full, dtype=self.dtype, device=self._device)
         if self.dtype is torch.bool:

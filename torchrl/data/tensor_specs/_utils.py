@@ -108,6 +108,15 @@ def _cat_shape(prefix: Any, shape: torch.Size) -> torch.Size:
     return torch.Size((*prefix, *shape))
 
 
+def _value_shape(prefix: Any, shape: torch.Size) -> torch.Size:
+    """The shape of a value drawn from a spec: ``prefix + shape`` with each dynamic dim (``-1``, a size that
+    changes from step to step) taken as 1."""
+    full = _cat_shape(prefix, shape) if prefix else shape
+    if any(d < 0 for d in full):
+        return torch.Size(1 if d < 0 else d for d in full)
+    return full
+
+
 def _expand_ellipsis(idx: tuple, ndim: int) -> tuple:
     """Replaces ``...`` by explicit slices so the index also applies to tensors with extra trailing dims."""
     if not any(i is Ellipsis for i in idx):
