@@ -464,3 +464,35 @@ class TestMLFlowLogger:
         logger, _ = mlflow_run
         state = logger.state_dict()
         assert state["run_id"] == logger.run_id and state["video_counts"] == {"eval/vid": 1}
+
+
+class TestAvailabilityFlags:
+    """TorchRL's ``_has_<library>`` names, found with ``importlib.util.find_spec`` (nothing imported)."""
+
+    def test_flags(self):
+        import importlib.util
+
+        from torchrl.record.loggers import common, mlflow, tensorboard, wandb
+
+        def installed(name):
+            return importlib.util.find_spec(name) is not None
+
+        expected = {
+            (tensorboard, "_has_tb"): "tensorboard", (tensorboard, "_has_omgaconf"): "omegaconf",
+            (mlflow, "_has_mlflow"): "mlflow", (mlflow, "_has_omegaconf"): "omegaconf",
+            (mlflow, "_has_torchcodec"): "torchcodec", (wandb, "_has_wandb"): "wandb",
+            (wandb, "_has_omegaconf"): "omegaconf", (wandb, "_has_moviepy"): "moviepy",
+            (common, "_has_tv"): "torchvision", (common, "_has_torchcodec"): "torchcodec",
+        }
+        for (module, flag), lib in expected.items():
+            assert getattr(module, flag) is installed(lib), (module.__name__, flag)
+
+    def test_flags_do_not_import_the_libraries(self):
+        import subprocess
+
+        code = (
+            "import sys, torchrl.record.loggers.wandb, torchrl.record.loggers.mlflow, torchrl.envs.libs.gym\n"
+            "print(sorted(m for m in ('wandb', 'mlflow', 'gymnasium') if m in sys.modules))"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -388,3 +388,7 @@ def test_doctests():
         warnings.simplefilter("ignore")
         result = doctest.testmod(envpool_module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 8 and result.failed == 0
+
+
+def test_has_envpool_flag():
+    assert envpool_module._has_envpool is True  # this module only runs with envpool installed

@@ -434,3 +434,19 @@ def test_half_cheetah(tmp_path, monkeypatch):
     rollout = env.rollout(20)
     _replay(gymnasium.make("HalfCheetah-v5"), rollout, seed=0)
     check_env_specs(env)
+
+
+# ----------------------------------------------------------------------------------------- availability
+def test_has_flags_match_installed_libraries():
+    import importlib.util
+
+    from torchrl.envs.libs import _gym_utils, gym as gym_module
+
+    def installed(name):
+        return importlib.util.find_spec(name) is not None
+
+    assert gym_module._has_gym is (installed("gymnasium") or installed("gym"))
+    assert _gym_utils._has_gymnasium is installed("gymnasium") and _gym_utils._has_gym is installed("gym")
+    for flag, lib in [("_has_mo", "mo_gymnasium"), ("_has_sb3", "stable_baselines3"), ("_has_minigrid", "minigrid"),
+                      ("_has_isaaclab", "isaaclab")]:
+        assert getattr(gym_module, flag) is installed(lib), flag

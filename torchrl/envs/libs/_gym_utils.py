@@ -19,11 +19,16 @@ import numpy as np
 import torch
 from tensordict import NonTensorData, NonTensorStack
 
+from torchrl._optional import has_module
 from torchrl._td import fast_get
 from torchrl.data.tensor_specs import Composite, MultiOneHot, NonTensor, OneHot, TensorSpec
 from torchrl.envs.libs._gym_specs import torch_to_numpy_dtype
 
 __all__ = ["space_kind", "obs_reader", "action_writer", "copy_tree", "set_rows"]
+
+#: Optional-library availability flags (TorchRL's names), found without importing the libraries.
+_has_gym = has_module("gym")
+_has_gymnasium = has_module("gymnasium")
 
 _KINDS = ("Box", "Discrete", "MultiDiscrete", "MultiBinary", "Dict", "Tuple", "Text")
 _from_numpy = torch.from_numpy

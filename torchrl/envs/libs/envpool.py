@@ -21,6 +21,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from torchrl import torchrl_logger
+from torchrl._optional import has_module
 from torchrl._td import fast_get, new_td
 from torchrl.data.tensor_specs import Categorical, Composite, TensorSpec, Unbounded
 from torchrl.envs._wrapper import _EnvWrapper
@@ -38,6 +39,9 @@ from torchrl.envs.libs._gym_specs import gym_space_to_spec, torch_to_numpy_dtype
 from torchrl.envs.libs._gym_utils import action_writer, obs_reader, space_kind
 
 __all__ = ["MultiThreadedEnv", "MultiThreadedEnvWrapper"]
+
+#: Optional-library availability flags (TorchRL's names), found without importing the libraries.
+_has_envpool = has_module("envpool")
 
 _from_numpy = torch.from_numpy
 _WRAPPER_OPTIONS = ("env", "categorical_action_encoding", "disable_env_checker", "frame_skip")

@@ -16,6 +16,7 @@ import torch
 from tensordict import TensorDictBase
 
 from torchrl._check_mode import check_mode
+from torchrl._optional import has_module
 from torchrl._td import fast_get, new_td
 from torchrl.data.tensor_specs import Bounded, Categorical, Composite, Unbounded
 from torchrl.envs.common import EnvBase
@@ -27,6 +28,13 @@ from torchrl.envs.libs._gym_utils import action_writer, obs_reader, space_kind
 from torchrl.envs.libs._gym_vec import VecAutoreset, gymnasium_disabled_autoreset, is_vector_env
 
 __all__ = ["GymEnv", "GymWrapper"]
+
+#: Optional-library availability flags (TorchRL's names), found without importing the libraries.
+_has_gym = has_module("gymnasium") or has_module("gym")
+_has_mo = has_module("mo_gymnasium")
+_has_sb3 = has_module("stable_baselines3")
+_has_minigrid = has_module("minigrid")
+_has_isaaclab = has_module("isaaclab")
 
 _from_numpy = torch.from_numpy
 _WRAPPER_OPTIONS = ("categorical_action_encoding", "from_pixels", "pixels_only", "frame_skip", "convert_actions_to_numpy")

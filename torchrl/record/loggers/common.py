@@ -18,6 +18,7 @@ from tensordict import TensorDictBase
 from torch import Tensor
 
 from torchrl._deprecation import warn_once
+from torchrl._optional import has_module
 from torchrl.record.loggers._ray_service import RayLogger
 from torchrl.record.loggers._service import ProcessLogger
 
@@ -25,6 +26,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from omegaconf import DictConfig
 
 __all__ = ["Logger"]
+
+#: Optional-library availability flags (TorchRL's names), found without importing the libraries.
+_has_tv = has_module("torchvision")
+_has_torchcodec = has_module("torchcodec")
 
 _BACKENDS = ("direct", "process", "ray")
 _PROCESS_OPTIONS = ("context", "mp_context", "max_queue_size", "startup_timeout")

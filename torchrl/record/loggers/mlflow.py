@@ -13,10 +13,16 @@ import torch
 from tensordict import TensorDictBase
 from torch import Tensor
 
+from torchrl._optional import has_module
 from torchrl.record.loggers._video import has_mp4_backend, write_video
 from torchrl.record.loggers.common import cfg_to_dict, flatten_dict, flatten_metrics, Logger
 
 __all__ = ["MLFlowLogger"]
+
+#: Optional-library availability flags (TorchRL's names), found without importing the libraries.
+_has_mlflow = has_module("mlflow")
+_has_omegaconf = has_module("omegaconf")
+_has_torchcodec = has_module("torchcodec")
 
 
 class MLFlowLogger(Logger):

@@ -9,10 +9,15 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from torchrl._optional import has_module
 from torchrl.record.loggers._video import encode_gif, to_thwc
 from torchrl.record.loggers.common import cfg_to_dict, flatten_dict, Logger
 
 __all__ = ["TensorboardLogger"]
+
+#: Optional-library availability flags (TorchRL's names), found without importing the libraries.
+_has_tb = has_module("tensorboard")
+_has_omgaconf = has_module("omegaconf")  # sic: TorchRL's spelling
 
 
 def _hparam_value(value: Any):

@@ -17,10 +17,16 @@ import torch
 from tensordict import TensorDictBase
 from torch import Tensor
 
+from torchrl._optional import has_module
 from torchrl.record.loggers._video import has_mp4_backend, write_video
 from torchrl.record.loggers.common import cfg_to_dict, flatten_metrics, Logger
 
 __all__ = ["WandbLogger"]
+
+#: Optional-library availability flags (TorchRL's names), found without importing the libraries.
+_has_wandb = has_module("wandb")
+_has_omegaconf = has_module("omegaconf")
+_has_moviepy = has_module("moviepy")
 
 STEP_KEY = "trainer/step"
 
