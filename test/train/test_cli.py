@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,78 @@ def test_import_stays_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+# --- bad options: the real command, in an empty working directory (one process per case: each imports torch, so
+# they run four at a time; more cases are checked in process below and in test_validate.py) ------------------
+BAD_RUNS = {
+    "unknown_env": (["sac", "env=NoSuchEnv-v0"],
+                    "torchrl-train sac: error: env=NoSuchEnv-v0: no such environment; close matches: none (the sac "
+                    "presets: HalfCheetah-v5, Pendulum-v1, PendulumEnv;"),
+    "type": (["sac", "total_frames=abc"], "torchrl-train sac: error: total_frames=abc: expected an integer, got the "
+                                          "string 'abc'"),
+    "discrete_for_sac": (["sac", "env=CartPole-v1"],
+                         "error: env=CartPole-v1: sac needs a continuous action space; CartPole-v1 has a discrete one; "
+                         "recipes that fit: dqn, ppo, a2c"),
+    "range": (["ppo", "total_frames=-5"], "torchrl-train ppo: error: total_frames=-5: must be > 0 (frames to train "
+                                          "on), got -5"),
+    "unknown_option": (["sac", "totl_frames=10"], "torchrl-train sac: error: totl_frames=10: no option 'totl_frames' "
+                                                  "in the sac config; close matches: total_frames"),
+    "unknown_recipe": (["sacc"], "torchrl-train sacc: error: no recipe 'sacc'; close matches: sac"),
+}
+# the options are checked before the envs, models, losses and loggers are imported
+LIGHT = ("import sys\nfrom torchrl.train.cli import main\nrc = main(['dqn', 'env=Pendulum-v1'])\n"
+         "print(rc, sorted(m for m in ('torchrl.envs', 'torchrl.modules', 'torchrl.objectives', 'torchrl.record', "
+         "'torchrl.collectors') if m in sys.modules))\n")
+
+
+@pytest.fixture(scope="module")
+def bad_runs(tmp_path_factory):
+    """Every case of BAD_RUNS (and LIGHT) run at once, each in its own empty directory: ``{name: (result, cwd)}``."""
+    env = {k: v for k, v in os.environ.items() if k != "TORCHRL_RECIPES_DIR"}
+    jobs = {name: [sys.executable, "-m", "torchrl.train", *args] for name, (args, _) in BAD_RUNS.items()}
+    jobs["light"] = [sys.executable, "-c", LIGHT]
+    dirs = {name: tmp_path_factory.mktemp(name) for name in jobs}
+
+    def run(name):
+        return name, subprocess.run(jobs[name], capture_output=True, text=True, timeout=600, cwd=dirs[name], env=env)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return {name: (out, dirs[name]) for name, out in pool.map(run, jobs)}
+
+
+@pytest.mark.parametrize("name", list(BAD_RUNS))
+def test_bad_option_exits_2_with_one_line_and_no_run_folder(bad_runs, name):
+    out, cwd = bad_runs[name]
+    assert out.returncode == 2, out.stderr
+    assert BAD_RUNS[name][1] in out.stderr
+    assert "Traceback" not in out.stderr and out.stdout == ""
+    assert list(cwd.iterdir()) == []  # no runs/ folder, nothing else
+    if name != "unknown_recipe":
+        assert len(out.stderr.strip().splitlines()) == 1
+    else:
+        assert "Recipes found: a2c, ddpg, dqn, ppo, sac, td3." in out.stderr
+
+
+def test_options_are_checked_before_the_heavy_imports(bad_runs):
+    out, cwd = bad_runs["light"]
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "2 []"
+    assert "dqn needs a discrete action space" in out.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["ppo", "env=cartpole-v1"], "torchrl-train ppo: error: env=cartpole-v1: no such environment; close matches: "
+                                 "CartPole-v1, CartPole-v0"),
+    (["dqn", "env=Pendulum-v1"], "torchrl-train dqn: error: env=Pendulum-v1: dqn needs a discrete action space; "
+                                 "Pendulum-v1 has a continuous one; recipes that fit: sac, td3, ddpg, ppo, a2c\n"),
+    (["ppo", "total_frames=0", "optim.lr=-1"], "torchrl-train ppo: error: total_frames=0: must be > 0 (frames to "
+                                               "train on), got 0\ntorchrl-train ppo: error: optim.lr=-1: must be > 0 "
+                                               "(the learning rate), got -1\n"),
+])
+def test_bad_options_in_process(args, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(message) and captured.out == ""
+    assert list(tmp_path.iterdir()) == []

@@ -56,51 +56,58 @@ Public names:
 - :func:`main`, :func:`run_recipe`, :func:`compose_config`, :func:`find_recipe`, :func:`load_recipe`,
   :func:`available_recipes`, :func:`recipe_dirs` (``cli.py``).
 
-hydra, tqdm and matplotlib (the ``utils`` extra) are imported inside the functions that need them.
+- :func:`validated_config`, :class:`ConfigError` (``cli.py``, checks in ``_validate.py``): the composed config
+  with every option checked (names, types, ranges, choices, device, logger, the env's action space).
+
+hydra, tqdm and matplotlib (the ``utils`` extra) are imported inside the functions that need them; the names
+above are imported on first access.
 """
 from __future__ import annotations
 
-from torchrl.train._curve import CURVE_COLUMNS, LearningCurve, plot_learning_curves, read_curve
-from torchrl.train._env import make_batched_env, make_env, NATIVE_ENVS, normalize_observations
-from torchrl.train._eval import evaluate
-from torchrl.train._models import ACTIVATIONS, make_actor_critic
-from torchrl.train._optim import fast_adam
-from torchrl.train._progress import Progress
-from torchrl.train._run import CHECKPOINT_NAME, print_summary, Run
-from torchrl.train.cli import (
-    available_recipes,
-    compose_config,
-    DEFAULT_RECIPE,
-    find_recipe,
-    load_recipe,
-    main,
-    recipe_dirs,
-    run_recipe,
-)
+import importlib
 
-__all__ = [
-    "ACTIVATIONS",
-    "CHECKPOINT_NAME",
-    "CURVE_COLUMNS",
-    "DEFAULT_RECIPE",
-    "LearningCurve",
-    "NATIVE_ENVS",
-    "Progress",
-    "Run",
-    "available_recipes",
-    "compose_config",
-    "evaluate",
-    "fast_adam",
-    "find_recipe",
-    "load_recipe",
-    "main",
-    "make_actor_critic",
-    "make_batched_env",
-    "make_env",
-    "normalize_observations",
-    "plot_learning_curves",
-    "print_summary",
-    "read_curve",
-    "recipe_dirs",
-    "run_recipe",
-]
+# Names resolve on first access (module ``__getattr__``), so that ``torchrl-train`` checks its options before
+# the envs, models and loggers below are imported.
+_LAZY = {
+    "CURVE_COLUMNS": "_curve",
+    "LearningCurve": "_curve",
+    "plot_learning_curves": "_curve",
+    "read_curve": "_curve",
+    "make_batched_env": "_env",
+    "make_env": "_env",
+    "NATIVE_ENVS": "_env",
+    "normalize_observations": "_env",
+    "evaluate": "_eval",
+    "ACTIVATIONS": "_models",
+    "make_actor_critic": "_models",
+    "fast_adam": "_optim",
+    "Progress": "_progress",
+    "CHECKPOINT_NAME": "_run",
+    "print_summary": "_run",
+    "Run": "_run",
+    "available_recipes": "cli",
+    "compose_config": "cli",
+    "ConfigError": "cli",
+    "DEFAULT_RECIPE": "cli",
+    "find_recipe": "cli",
+    "load_recipe": "cli",
+    "main": "cli",
+    "recipe_dirs": "cli",
+    "run_recipe": "cli",
+    "validated_config": "cli",
+}
+
+__all__ = sorted(_LAZY, key=lambda n: (not n[0].isupper(), n))
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'torchrl.train' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"torchrl.train.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

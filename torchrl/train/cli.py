@@ -17,11 +17,16 @@ installed ``torchrl`` package (an editable install of the repository), then ``./
 ``env=<id>`` with an id that has no preset in ``env/`` selects the recipe's generic ``gym`` preset with
 ``env.name=<id>``.
 
+Every option is checked before anything starts (``_validate.py``): a bad one exits with code 2 and one
+line per option, ``torchrl-train sac: error: total_frames=abc: expected an integer, got the string 'abc'``,
+and no run folder is created.
+
 Hydra (``hydra-core``), tqdm and matplotlib come with the ``utils`` extra; they are imported when a
 recipe runs, never by ``import torchrl``.
 """
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import os
 import sys
@@ -31,9 +36,10 @@ from types import ModuleType
 from typing import Any, Sequence
 
 import torchrl
+from torchrl.train._validate import check_config, check_overrides, ConfigError
 
-__all__ = ["DEFAULT_RECIPE", "available_recipes", "compose_config", "find_recipe", "load_recipe", "main",
-           "recipe_dirs", "run_recipe"]
+__all__ = ["DEFAULT_RECIPE", "ConfigError", "available_recipes", "compose_config", "find_recipe", "load_recipe",
+           "main", "recipe_dirs", "run_recipe", "validated_config"]
 
 #: The recipe ``torchrl-train`` runs without arguments.
 DEFAULT_RECIPE = "sac"
@@ -90,8 +96,10 @@ def find_recipe(name: str) -> Path:
             return d / name
     searched = "\n".join(f"  {d}{'' if d.is_dir() else '  (missing)'}" for d in recipe_dirs())
     known = sorted(available_recipes())
+    close = difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.6)
     raise FileNotFoundError(
-        f"torchrl-train: no recipe {name!r} (a folder {name}/ with config.yaml and {name}.py). Searched:\n{searched}\n"
+        f"torchrl-train: no recipe {name!r}{'; close matches: ' + ', '.join(close) if close else ''} (a folder "
+        f"{name}/ with config.yaml and {name}.py). Searched:\n{searched}\n"
         f"Recipes found: {', '.join(known) if known else 'none'}. Set {ENV_VAR} to the directory holding the recipe "
         "folders (e.g. the repository's sota-implementations/)."
     )
@@ -162,11 +170,25 @@ def load_recipe(recipe: str | Path) -> ModuleType:
     return module
 
 
-def run_recipe(recipe: str | Path = DEFAULT_RECIPE, overrides: Sequence[str] = ()) -> Any:
-    """Composes the config, loads the recipe and runs ``main(cfg)``; returns what it returns (the run's
-    summary dict for the bundled recipes)."""
+def validated_config(recipe: str | Path, overrides: Sequence[str] = ()) -> Any:
+    """:func:`compose_config` with every option checked first (names before composing; then types, ranges,
+    choices, device, logger, resume and the env's spaces: see ``torchrl/train/_validate.py``).
+
+    Raises:
+        ConfigError: (a ``ValueError``) one line per bad option, ``"key=value: what is wrong"``.
+    """
     folder = Path(recipe) if isinstance(recipe, Path) or os.sep in str(recipe) else find_recipe(str(recipe))
+    check_overrides(folder.name, folder, overrides)
     cfg = compose_config(folder, overrides)
+    check_config(folder.name, folder, cfg, overrides, recipes=list(available_recipes()))
+    return cfg
+
+
+def run_recipe(recipe: str | Path = DEFAULT_RECIPE, overrides: Sequence[str] = ()) -> Any:
+    """Composes and checks the config (:func:`validated_config`), loads the recipe and runs ``main(cfg)``;
+    returns what it returns (the run's summary dict for the bundled recipes)."""
+    folder = Path(recipe) if isinstance(recipe, Path) or os.sep in str(recipe) else find_recipe(str(recipe))
+    cfg = validated_config(folder, overrides)
     return load_recipe(folder).main(cfg)
 
 
@@ -201,16 +223,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         print(f"torchrl-train: unknown option(s) {sorted(unknown)}.\n\n{USAGE}", file=sys.stderr)
         return 2
-    try:
+    try:  # every option is checked here, before the recipe imports anything or creates its run folder
         folder = find_recipe(name)
-        cfg = compose_config(folder, overrides)
+        cfg = validated_config(folder, overrides)
+    except ConfigError as err:
+        for line in err.errors:
+            print(f"torchrl-train {name}: error: {line}", file=sys.stderr)
+        return 2
     except ImportError as err:
         print(err, file=sys.stderr)
         return 2
     except Exception as err:  # noqa: BLE001 - hydra's composition errors carry a readable message
         if not isinstance(err, FileNotFoundError) and not type(err).__module__.startswith(("hydra", "omegaconf")):
             raise
-        print(f"torchrl-train {name}: {err}", file=sys.stderr)
+        print(f"torchrl-train {name}: error: {str(err).removeprefix('torchrl-train: ')}", file=sys.stderr)
         return 2
     if "--cfg" in flags:
         from omegaconf import OmegaConf  # comes with hydra-core
