@@ -14,7 +14,7 @@ from torch import nn
 
 import torchrl._deprecation as _deprecation
 from torchrl._exploration import ExplorationType, set_exploration_type
-from torchrl.data.tensor_specs import Bounded, Categorical, Composite, MultiOneHot, OneHot
+from torchrl.data.tensor_specs import Bounded, Categorical, Composite, MultiOneHot, OneHot, Unbounded
 from torchrl.envs import InitTracker, PendulumEnv, StepCounter, TransformedEnv
 from torchrl.modules.tensordict_module import (
     Actor,
@@ -120,7 +120,8 @@ class TestEGreedy:
 class TestAdditiveGaussian:
     def test_noise_scale_and_annealing(self):
         torch.manual_seed(0)
-        noise = AdditiveGaussianModule(sigma_init=2.0, sigma_end=1.0, annealing_num_steps=4, mean=0.5, std=1.0)
+        noise = AdditiveGaussianModule(Unbounded(1), sigma_init=2.0, sigma_end=1.0, annealing_num_steps=4, mean=0.5,
+                                       std=1.0)
         out = noise(TensorDict(action=torch.zeros(20000, 1), batch_size=[20000]))["action"]
         assert abs(out.mean().item() - 1.0) < 0.05 and abs(out.std().item() - 2.0) < 0.05
         noise.step(2)
@@ -132,8 +133,26 @@ class TestAdditiveGaussian:
         noise = AdditiveGaussianModule(Bounded(-1.0, 1.0, (2,)), sigma_init=100.0, safe=True)
         out = noise(TensorDict(action=torch.zeros(100, 2), batch_size=[100]))["action"]
         assert bool((out.abs() <= 1).all()) and bool((out.abs() == 1).any())
-        with pytest.raises(RuntimeError, match="needs a spec"):
-            AdditiveGaussianModule(safe=True)
+
+    def test_spec_may_come_later_but_must_be_set_before_exploring(self):
+        # as TorchRL: built without a spec (set later from the env), it refuses to add noise until then
+        noise = AdditiveGaussianModule(safe=True)
+        with pytest.raises(RuntimeError, match="spec has not been set"):
+            noise(TensorDict(action=torch.zeros(3)))
+        noise.spec = Composite(action=Bounded(-1.0, 1.0, (3,)))
+        assert isinstance(noise.spec, Bounded)
+        assert bool((noise(TensorDict(action=torch.zeros(3)))["action"].abs() <= 1).all())
+
+    def test_composite_specs_of_envs(self):
+        # each module finds its action leaf in the full action spec of plain, transformed and batched envs
+        from torchrl.envs import SerialEnv, TransformedEnv
+
+        for env in (PendulumEnv(), TransformedEnv(PendulumEnv(), StepCounter()), SerialEnv(2, PendulumEnv)):
+            for module in (AdditiveGaussianModule(env.full_action_spec), OrnsteinUhlenbeckProcessModule(env.full_action_spec)):
+                assert module.spec is env.full_action_spec["action"] or module.spec == env.full_action_spec["action"]
+                td = env.reset().set("action", env.full_action_spec["action"].zero())
+                assert module(td)["action"].shape == env.full_action_spec["action"].shape
+            env.close()
 
     def test_deterministic_is_noop(self):
         noise = AdditiveGaussianModule(sigma_init=1.0)

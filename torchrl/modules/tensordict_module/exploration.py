@@ -57,10 +57,14 @@ class _ExplorationBase(TensorDictModuleBase):
         """The action spec (the leaf at ``action_key`` when a Composite was given)."""
         return self.__dict__.get("_spec")
 
+    _keeps_composite_without_action = False  # OU (as in TorchRL): a Composite without the key is kept as is
+
     @spec.setter
     def spec(self, spec: TensorSpec | None) -> None:
         if isinstance(spec, Composite):
             leaf = spec.get(self.action_key, None)
+            if leaf is None and self._keeps_composite_without_action:
+                leaf = spec  # nothing to project onto: the noisy action is written unprojected
             if leaf is None:
                 raise KeyError(
                     f"{type(self).__name__}: action key {self.action_key!r} not found in the Composite spec; "
@@ -200,7 +204,8 @@ class AdditiveGaussianModule(_ExplorationBase):
     """Adds ``sigma * N(mean, std)`` noise to the action; ``sigma`` anneals from ``sigma_init`` to ``sigma_end``.
 
     Args:
-        spec (TensorSpec, optional): the action spec (needed with ``safe=True``).
+        spec (TensorSpec, optional): the action spec; it must be set (here, through the ``spec`` property or
+            :func:`set_exploration_modules_spec_from_env`) before the module adds noise.
         sigma_init (float, optional): initial noise scale. Defaults to ``1.0``.
         sigma_end (float, optional): final noise scale. Defaults to ``0.1``.
         annealing_num_steps (int, optional): frames to go from ``sigma_init`` to ``sigma_end``.
@@ -239,8 +244,6 @@ class AdditiveGaussianModule(_ExplorationBase):
         super().__init__()
         if annealing_num_steps <= 0:
             raise ValueError(f"AdditiveGaussianModule: annealing_num_steps must be positive, got {annealing_num_steps}.")
-        if safe and spec is None:
-            raise RuntimeError("AdditiveGaussianModule(safe=True) needs a spec to project noisy actions onto.")
         self._init_keys("action" if action_key is None else action_key, [], [])
         self.__dict__["_device"] = torch.device(device) if device is not None else None
         self.register_buffer("sigma_init", torch.tensor(float(sigma_init), device=device))
@@ -259,10 +262,15 @@ class AdditiveGaussianModule(_ExplorationBase):
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         if not _explores():
             return tensordict
+        if self.spec is None:
+            raise RuntimeError(
+                "AdditiveGaussianModule: spec has not been set. Pass spec at construction, set it through the "
+                "`spec` property, or call set_exploration_modules_spec_from_env(policy, env) before calling it."
+            )
         action = self._action(tensordict)
         noise = torch.randn_like(action) * self.std + self.mean
         action = action + noise * self.sigma.to(action.dtype)
-        if self.safe and self.spec is not None:
+        if self.safe:
             action = self.spec.project(action)
         fast_set(tensordict, self.action_key, action)
         return tensordict
@@ -308,6 +316,7 @@ class OrnsteinUhlenbeckProcessModule(_ExplorationBase):
 
     noise_key = "_ou_prev_noise"
     steps_key = "_ou_steps"
+    _keeps_composite_without_action = True
 
     def __init__(
         self,
@@ -388,7 +397,7 @@ class OrnsteinUhlenbeckProcessModule(_ExplorationBase):
         sigma = _expand_right(self._current_sigma(steps.squeeze(-1)), prev).to(prev.dtype)
         noise = prev + self.theta * (self.mu - prev) * self.dt + sigma * math.sqrt(self.dt) * torch.randn_like(prev)
         new_action = action + self.eps.to(action.dtype) * noise
-        if self.safe and self.spec is not None:
+        if self.safe and self.spec is not None and not isinstance(self.spec, Composite):
             new_action = self.spec.project(new_action)
         parent = self._parent(tensordict)
         fast_set(parent, self.noise_key, noise)
