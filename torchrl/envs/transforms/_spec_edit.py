@@ -7,16 +7,18 @@ every transform states only how one leaf changes.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable, Iterable
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDictBase, unravel_key
 from tensordict.utils import NestedKey
 
 from torchrl._td import fast_get, fast_set
 from torchrl.data.tensor_specs import Bounded, Composite, TensorSpec, Unbounded
 
 __all__ = [
+    "_apply_to_composite",
     "INPUT_PARTS",
     "OUTPUT_PARTS",
     "affine_spec",
@@ -71,6 +73,52 @@ def edit_leaves(
             del sub[in_key]
         sub[out_key] = fn(leaf)
     return missing
+
+
+def _apply_to_composite(method: Callable) -> Callable:
+    """Decorator for a ``transform_<...>_spec(self, spec)`` method written for one leaf spec.
+
+    Given a :class:`Composite`, the decorated method is applied to (a clone of) the leaf at each ``in_key``
+    of the transform that the composite holds, and the result is written at the paired ``out_key`` (in
+    place); the composite is returned. ``in_keys`` that are absent, or that name a sub-composite, are
+    skipped. Given a leaf spec, the method is applied to it directly. This is what TorchRL's "Pendulum:
+    writing your own environment" tutorial uses on ``transform_observation_spec``.
+
+    Raises:
+        ValueError: if the transform has a different number of ``in_keys`` and ``out_keys``.
+
+    Examples:
+        >>> from torchrl.data import Bounded, Composite, Unbounded
+        >>> from torchrl.envs.transforms import Transform
+        >>> from torchrl.envs.transforms.transforms import _apply_to_composite
+        >>> class Sin(Transform):
+        ...     def _apply_transform(self, obs):
+        ...         return obs.sin()
+        ...     @_apply_to_composite
+        ...     def transform_observation_spec(self, spec):
+        ...         return Bounded(-1, 1, shape=spec.shape, dtype=spec.dtype, device=spec.device)
+        >>> spec = Sin(in_keys=["th"], out_keys=["sin"]).transform_observation_spec(Composite(th=Unbounded((1,))))
+        >>> type(spec["sin"]).__name__
+        'BoundedContinuous'
+    """
+
+    @functools.wraps(method)
+    def apply(self, spec):
+        if not isinstance(spec, Composite):
+            return method(self, spec)
+        in_keys, out_keys = list(self.in_keys), list(self.out_keys)
+        if len(in_keys) != len(out_keys):
+            raise ValueError(
+                f"{type(self).__name__}.{method.__name__}: in_keys {in_keys} and out_keys {out_keys} differ in "
+                "length; pass one out_key per in_key."
+            )
+        leaves = set(spec.keys(include_nested=True, leaves_only=True))
+        for in_key, out_key in zip(in_keys, out_keys):
+            if unravel_key(in_key) in leaves:
+                spec[out_key] = method(self, spec[in_key].clone())
+        return spec
+
+    return apply
 
 
 def key_pairs(transform, inverse: bool = False) -> tuple[tuple[NestedKey, NestedKey], ...]:
