@@ -428,3 +428,9 @@ def test_distributional_categorical_actions():
     cat = td.clone()
     cat["action"] = td["action"].argmax(-1)
     torch.testing.assert_close(loss(cat)["loss"], expected)
+
+
+def test_dqn_refuses_multi_agent_gae():
+    loss = DQNLoss(QValueActor(torch.nn.Linear(3, 2), spec=OneHot(2)), action_space="one-hot")
+    with pytest.raises(NotImplementedError, match="DQNLoss does not support the MAGAE value estimator"):
+        loss.make_value_estimator(ValueEstimators.MAGAE)

@@ -586,3 +586,18 @@ def test_gae_reference_matches_library():
     torch.testing.assert_close(adv, a2)
     torch.testing.assert_close(target, t2)
     assert TensorDict is not None and N_CAT == 4
+
+
+def test_multi_agent_gae_estimator():
+    """``ValueEstimators.MAGAE`` builds a MultiAgentGAE with TorchRL's defaults (gamma 0.99, lambda 0.95)."""
+    from torchrl.objectives.value import MultiAgentGAE
+
+    loss = ClipPPOLoss(tanh_actor(), critic_net())
+    loss.make_value_estimator(ValueEstimators.MAGAE)
+    est = loss.value_estimator
+    assert type(est) is MultiAgentGAE and loss.value_type is ValueEstimators.MAGAE
+    assert est.gamma.item() == pytest.approx(0.99) and est.lmbda.item() == pytest.approx(0.95) and est.agent_dim == -2
+    loss.make_value_estimator(ValueEstimators.MAGAE, gamma=0.5, lmbda=0.7)
+    assert loss.value_estimator.gamma.item() == 0.5 and loss.value_estimator.lmbda.item() == pytest.approx(0.7)
+    out = loss(batch((2, 4)))
+    assert torch.isfinite(out["loss_objective"])

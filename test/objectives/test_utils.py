@@ -29,7 +29,7 @@ from torchrl.objectives.utils import (
     two_hot_decode,
     two_hot_encode,
 )
-from torchrl.objectives.value import GAE, TD0Estimator, TD1Estimator, TDLambdaEstimator, VTrace
+from torchrl.objectives.value import GAE, MultiAgentGAE, TD0Estimator, TD1Estimator, TDLambdaEstimator, VTrace
 
 
 def qnet(out=2):
@@ -39,7 +39,9 @@ def qnet(out=2):
 
 # ----------------------------------------------------------------------------------------- registry
 def test_value_estimators_enum():
-    assert [v.name for v in ValueEstimators] == ["TD0", "TD1", "TDLambda", "GAE", "VTrace"]
+    # TorchRL 0.14.1's members, in its order
+    assert [v.name for v in ValueEstimators] == ["TD0", "TD1", "TDLambda", "GAE", "MAGAE", "VTrace"]
+    assert ValueEstimators.MAGAE.value == "Multi-agent generalized advantage estimate"
 
 
 @pytest.mark.parametrize(
@@ -49,6 +51,7 @@ def test_value_estimators_enum():
         (ValueEstimators.TD1, TD1Estimator, {"gamma": 0.99, "differentiable": True}),
         (ValueEstimators.TDLambda, TDLambdaEstimator, {"gamma": 0.99, "lmbda": 0.95, "differentiable": True}),
         (ValueEstimators.GAE, GAE, {"gamma": 0.99, "lmbda": 0.95, "differentiable": True}),
+        (ValueEstimators.MAGAE, MultiAgentGAE, {"gamma": 0.99, "lmbda": 0.95, "differentiable": True}),
         (ValueEstimators.VTrace, VTrace, {"gamma": 0.99, "differentiable": True}),
     ],
 )

@@ -32,7 +32,12 @@ from torchrl.objectives.utils import ValueEstimators, _check_reduction, distance
 __all__ = []
 
 ALL_ESTIMATORS = (
-    ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda, ValueEstimators.GAE, ValueEstimators.VTrace
+    ValueEstimators.TD0,
+    ValueEstimators.TD1,
+    ValueEstimators.TDLambda,
+    ValueEstimators.GAE,
+    ValueEstimators.MAGAE,
+    ValueEstimators.VTrace,
 )
 
 

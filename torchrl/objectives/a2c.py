@@ -45,7 +45,7 @@ class A2CLoss(ActorCriticBase):
         reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
         clip_value: clip the value prediction to ``old value ± clip_value`` (needs the stored values).
 
-    Value estimators: GAE (default), TD0, TD1, TDLambda, VTrace.
+    Value estimators: GAE (default), TD0, TD1, TDLambda, MAGAE, VTrace.
 
     Examples:
         >>> import torch
@@ -118,7 +118,7 @@ class A2CLoss(ActorCriticBase):
         self.__dict__["_OUT_KEYS"] = list(value)
 
     def make_value_estimator(self, value_type: ValueEstimators = None, **hyperparams):
-        """Builds the value estimator (GAE default; TD0, TD1, TDLambda and VTrace supported)."""
+        """Builds the value estimator (GAE default; TD0, TD1, TDLambda, MAGAE and VTrace supported)."""
         return super().make_value_estimator(value_type, **hyperparams)
 
     def loss_critic(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, float]:

@@ -71,7 +71,7 @@ class PPOLoss(ActorCriticBase):
         max_importance_ratio: cap on the importance weight :math:`r` (no gradient above it).
         device: device of the coefficient buffers.
 
-    Value estimators: GAE (default), TD0, TD1, TDLambda, VTrace.
+    Value estimators: GAE (default), TD0, TD1, TDLambda, MAGAE, VTrace.
 
     Examples:
         >>> import torch
@@ -175,7 +175,7 @@ class PPOLoss(ActorCriticBase):
         return []
 
     def make_value_estimator(self, value_type: ValueEstimators = None, **hyperparams):
-        """Builds the value estimator (GAE default; TD0, TD1, TDLambda and VTrace supported)."""
+        """Builds the value estimator (GAE default; TD0, TD1, TDLambda, MAGAE and VTrace supported)."""
         return super().make_value_estimator(value_type, **hyperparams)
 
     def loss_critic(self, tensordict: TensorDictBase) -> tuple[torch.Tensor | TensorDict, ...]:

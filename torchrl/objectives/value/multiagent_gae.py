@@ -1,12 +1,16 @@
 """``MultiAgentGAE``: GAE with per-agent values and team-level rewards / done flags."""
 from __future__ import annotations
 
+from torchrl.objectives.utils import ValueEstimators, register_value_estimator
 from torchrl.objectives.value.estimator_base import _trailing
 from torchrl.objectives.value.gae import GAE
 
 __all__ = ["MultiAgentGAE"]
 
 
+@register_value_estimator(
+    ValueEstimators.MAGAE, default_kwargs={"gamma": 0.99, "lmbda": 0.95, "differentiable": True}
+)
 class MultiAgentGAE(GAE):
     """:class:`GAE` for per-agent values ``[*B, T, n_agents, 1]`` with shared signals ``[*B, T, 1]``.
 
