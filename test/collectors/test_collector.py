@@ -14,7 +14,7 @@ from torch import nn
 from torchrl._exploration import ExplorationType, exploration_type
 from torchrl.collectors import BaseCollector, Collector, RandomPolicy, SyncDataCollector
 from torchrl.data import LazyTensorStorage, ReplayBuffer
-from torchrl.envs import PendulumEnv, StepCounter, TransformedEnv
+from torchrl.envs import PendulumEnv, SerialEnv, StepCounter, TransformedEnv
 from torchrl.envs.utils import RandomPolicy as EnvRandomPolicy
 from torchrl.modules.tensordict_module import GRUModule
 from torchrl.testing import CountingEnv, CountingEnvCountPolicy
@@ -478,3 +478,59 @@ def test_compile_policy_and_devices():
     batch = collector.rollout()
     assert (batch["action"] == 0.5).all() and batch.device == torch.device("cpu")
     assert collector.env.device == torch.device("cpu")
+
+
+# -- complete-trajectory batches (trajs_per_batch) -----------------------------------------------------------
+class TestTrajsPerBatch:
+    """CountingEnv with the count policy: every episode is [0, 1, 2, 3] (done after the 4th step)."""
+
+    def test_padded_batches_hold_whole_trajectories_across_internal_batches(self):
+        collector = counting(max_steps=3, frames_per_batch=3, total_frames=30, trajs_per_batch=2, traj_format="padded")
+        batches = list(collector)
+        assert len(batches) == 3  # 30 frames: 7 complete episodes of 4 steps, delivered two at a time
+        for batch in batches:
+            assert batch.batch_size == (2, 4)
+            assert batch["collector", "mask"].all()
+            assert batch["observation"].squeeze(-1).tolist() == [[0, 1, 2, 3], [0, 1, 2, 3]]
+            assert batch["next", "done"].squeeze(-1)[:, -1].all() and not batch["next", "done"][:, :-1].any()
+        ids = torch.cat([b["collector", "traj_ids"] for b in batches])
+        assert ids[:, 0].tolist() == [0, 1, 2, 3, 4, 5] and (ids == ids[:, :1]).all()
+
+    def test_padding_and_mask_for_unequal_lengths(self):
+        env = SerialEnv(2, [lambda: CountingEnv(max_steps=1), lambda: CountingEnv(max_steps=3)])
+        collector = Collector(env, count_policy(env), frames_per_batch=4, total_frames=-1, trajs_per_batch=3,
+                              traj_format="padded")
+        batch = next(iter(collector))
+        collector.shutdown()
+        lengths = batch["collector", "mask"].sum(-1).tolist()
+        assert batch.batch_size == (3, max(lengths))
+        for row, n in enumerate(lengths):
+            assert batch["observation"][row, :n].squeeze(-1).tolist() == list(range(n))
+            assert not batch["observation"][row, n:].any() and not batch["collector", "mask"][row, n:].any()
+            assert batch["next", "done"][row, n - 1].all()
+        assert sorted(lengths) == [2, 2, 4]
+
+    def test_cat_format_is_flat(self):
+        collector = counting(max_steps=3, frames_per_batch=5, total_frames=20, trajs_per_batch=2, traj_format="cat")
+        batches = list(collector)
+        assert [b.batch_size for b in batches] == [torch.Size([8]), torch.Size([8])]
+        assert batches[0]["observation"].squeeze(-1).tolist() == [0, 1, 2, 3, 0, 1, 2, 3]
+        assert ("collector", "mask") not in batches[0].keys(True)
+
+    def test_replay_buffer_gets_each_complete_trajectory(self):
+        rb = ReplayBuffer(storage=LazyTensorStorage(100))
+        collector = counting(max_steps=3, frames_per_batch=3, total_frames=15, trajs_per_batch=2,
+                             traj_format="padded", replay_buffer=rb)
+        assert list(collector) == [None] * 5  # one None per internal batch
+        assert len(rb) == 12  # three complete episodes (15 frames collected: the fourth is unfinished)
+        assert rb[:]["observation"].squeeze(-1).tolist() == [0, 1, 2, 3] * 3
+
+    def test_options(self):
+        with pytest.warns(FutureWarning, match="traj_format"):
+            counting(frames_per_batch=3, trajs_per_batch=2)
+        with pytest.raises(ValueError, match="traj_format must be 'padded' or 'cat', got 'foo'"):
+            counting(frames_per_batch=3, trajs_per_batch=2, traj_format="foo")
+        with pytest.raises(ValueError, match="needs track_traj_ids=True"):
+            counting(frames_per_batch=3, trajs_per_batch=2, traj_format="cat", track_traj_ids=False)
+        batch = counting(frames_per_batch=3, total_frames=3, trajs_per_batch=0).rollout()  # 0: disabled
+        assert batch.batch_size == (3,)

@@ -438,3 +438,14 @@ class TestEnvTransformsInBuffers:
         assert stored["action"].dtype == torch.float64  # inverse cast on write
         sample = rb.sample()
         assert sample["obs"].dtype == torch.float32
+
+
+@pytest.mark.parametrize("storage", ["LazyTensorStorage", "LazyMemmapStorage", "ListStorage"])
+def test_slices_cover_the_stored_elements_only(storage):
+    # TorchRL: rb[:] is what was written, not the storage's capacity
+    import torchrl.data as data
+
+    rb = data.ReplayBuffer(storage=getattr(data, storage)(100))
+    rb.extend(TensorDict({"a": torch.arange(12)}, [12]))
+    assert rb[:]["a"].tolist() == list(range(12))
+    assert rb[2:5]["a"].tolist() == [2, 3, 4] and rb[-2:]["a"].tolist() == [10, 11]

@@ -130,9 +130,11 @@ class BaseCollector(IterableDataset):
         """Sets (``None``: removes) the hook called with each batch before it is delivered."""
         self._post_collect_hook = hook
 
-    def _deliver(self, batch: TensorDictBase) -> TensorDictBase | None:
-        """split_trajs → postproc → post-collect hook → replay buffer (then ``None`` is delivered)."""
-        if self.split_trajs:
+    def _deliver(self, batch: TensorDictBase, *, split: bool = True) -> TensorDictBase | None:
+        """split_trajs → postproc → post-collect hook → replay buffer (then ``None`` is delivered).
+
+        ``split=False`` for batches that are already whole trajectories (``trajs_per_batch``)."""
+        if split and self.split_trajs:
             batch = split_trajectories(batch, prefix="collector")
         if self.postproc is not None:
             batch = self.postproc(batch)

@@ -17,6 +17,7 @@ from torchrl.collectors._base import BaseCollector
 from torchrl.collectors._loop import _NO_POLICY, StepLoop
 from torchrl.collectors._policy import _generic_call, make_actor
 from torchrl.collectors._profile import RolloutProfiler
+from torchrl.collectors._trajectories import TrajectoryAssembler
 from torchrl.collectors.weight_update import VanillaWeightUpdater, WeightUpdaterBase, as_weights
 from torchrl.envs.common import EnvBase
 from torchrl.envs.transforms import StepCounter, TransformedEnv
@@ -219,8 +220,7 @@ class Collector(BaseCollector):
         super().__init__(pre_collect_hook=pre_collect_hook, post_collect_hook=post_collect_hook)
         check_unsupported(
             "Collector", weight_sync_schemes=weight_sync_schemes, weight_recv_schemes=weight_recv_schemes,
-            trajs_per_batch=trajs_per_batch, trajs_per_write=trajs_per_write, traj_format=traj_format,
-            interruptor=interruptor, cudagraph_policy=cudagraph_policy or None, compact_obs=compact_obs,
+            trajs_per_write=trajs_per_write, interruptor=interruptor, cudagraph_policy=cudagraph_policy or None, compact_obs=compact_obs,
         )
         if policy is not None and policy_factory is not None:
             raise TypeError("Collector: pass either policy or policy_factory, not both.")
@@ -271,6 +271,8 @@ class Collector(BaseCollector):
         self.set_truncated = set_truncated
         self._profiler: RolloutProfiler | None = None
         self._policy_extras: dict | None = None  # policy outputs besides the action (random-phase batches)
+        self.trajs_per_batch = trajs_per_batch if trajs_per_batch and trajs_per_batch > 0 else None
+        self._assembler = self._make_assembler(traj_format, track_traj_ids)
         self._setup_updater(weight_updater, module, policy)
 
     # -- construction helpers -------------------------------------------------------------------------------------
@@ -392,11 +394,40 @@ class Collector(BaseCollector):
                 extras[key] = (value.shape[ndim:], value.dtype, value.device)
         return extras
 
+    def _make_assembler(self, traj_format: str | None, track_traj_ids: bool) -> TrajectoryAssembler | None:
+        if self.trajs_per_batch is None:
+            if traj_format is not None and traj_format not in ("padded", "cat"):
+                raise ValueError(f"traj_format must be 'padded' or 'cat', got {traj_format!r}.")
+            return None
+        if not track_traj_ids:
+            raise ValueError("Collector: trajs_per_batch assembles trajectories by id; it needs track_traj_ids=True.")
+        if traj_format is None:
+            warnings.warn(
+                "Collector: trajs_per_batch is set but traj_format is not. The default layout is 'padded' "
+                "(trajs_per_batch, longest) with a ('collector', 'mask') entry; TorchRL will default to 'cat' in "
+                "v0.16. Pass traj_format='padded' or traj_format='cat' to choose.",
+                FutureWarning,
+            )
+            traj_format = "padded"
+        root = [k for k in self.env.done_keys if isinstance(k, str)] or list(self.env.done_keys)
+        return TrajectoryAssembler(root, self.env.batch_dims, traj_format=traj_format)
+
     def iterator(self) -> Iterator[TensorDictBase]:
         total = self.total_frames
+        assembler = self._assembler
         while total < 0 or self._frames < total:
             self._iter += 1
-            yield self._deliver(self.rollout())
+            if assembler is None:
+                yield self._deliver(self.rollout())
+                continue
+            assembler.push(self.rollout())
+            if self.replay_buffer is not None:  # each complete trajectory is written flat, as it completes
+                while assembler.finished:
+                    self._deliver(assembler.finished.pop(0), split=False)
+                yield None
+                continue
+            while len(assembler.finished) >= self.trajs_per_batch:
+                yield self._deliver(assembler.pop(self.trajs_per_batch), split=False)
 
     # -- control --------------------------------------------------------------------------------------------------
     def reset(self, index=None, **kwargs) -> None:

@@ -373,6 +373,8 @@ class ReplayBuffer(metaclass=_BufferMeta):
         (index,) = args
         if isinstance(index, INT_CLASSES) and not -len(self) <= index < len(self):
             raise IndexError(f"{type(self).__name__}: index {index} is out of range for {len(self)} elements.")
+        if isinstance(index, slice):  # a slice covers the stored elements only, not the storage's capacity
+            index = slice(*index.indices(len(self)))
         with self._lock:
             data = self._storage.get(index)
         if self._custom_collate or (type(data) is list and self._stack_lists):
