@@ -434,7 +434,7 @@ def test_attribute_helpers():
     [
         ({"backend": "ray"}, "backend='ray' .* is not supported"),
         ({"weight_sync_schemes": {"policy": object()}}, "weight_sync_schemes=.*not supported"),
-        ({"trajs_per_batch": 4}, "trajs_per_batch=4: complete-trajectory batches"),
+        ({"trajs_per_write": 4}, "trajs_per_write=4: trajs_per_write is not supported"),
         ({"cudagraph_policy": True}, "cudagraph_policy=True: CUDA-graph policies are not supported"),
         ({"backend": "direct", "num_collectors": 2}, "backend='direct' runs one collector"),
     ],

@@ -45,9 +45,7 @@ def check_unsupported(owner: str, **options: Any) -> None:
     messages = {
         "weight_sync_schemes": "weight-sync schemes (torchrl.weight_update) are not supported; use update_policy_weights_() or weight_updater=",
         "weight_recv_schemes": "weight-sync schemes (torchrl.weight_update) are not supported; use update_policy_weights_() or weight_updater=",
-        "trajs_per_batch": "complete-trajectory batches (trajs_per_batch) are not supported; use split_trajs=True",
         "trajs_per_write": "trajs_per_write is not supported",
-        "traj_format": "traj_format is only meaningful with trajs_per_batch, which is not supported",
         "interruptor": "interruptors (preemption) are not supported",
         "cudagraph_policy": "CUDA-graph policies are not supported; use compile_policy=",
         "compact_obs": "compact observations are not supported",
