@@ -282,3 +282,99 @@ class TestTED:
     def test_rows_in_storage_order_of_a_circular_buffer(self):
         ted = self.make().roll(2, 0)  # the newest rows wrapped to the front
         assert (Flat2TED()(TED2Flat()(ted)) == ted).all()
+
+
+class TestWriteChecks:
+    """dtype and shape checks on writes: TorchRL 0.14.1's behaviour by default, exact checks in check mode."""
+
+    @pytest.mark.parametrize("storage_cls", [LazyTensorStorage, LazyMemmapStorage])
+    @pytest.mark.parametrize(
+        "stored, received",
+        [
+            (torch.float32, torch.int64),
+            (torch.int64, torch.float32),
+            (torch.float32, torch.bool),
+            (torch.float32, torch.float64),
+            (torch.int64, torch.int32),
+        ],
+    )
+    def test_batched_write_with_another_dtype_raises(self, storage_cls, stored, received):
+        from torchrl.data import ReplayBuffer
+
+        rb = ReplayBuffer(storage=storage_cls(8))
+        rb.extend(TensorDict(obs=torch.ones(2, 2, dtype=stored), batch_size=[2]))
+        with pytest.raises(RuntimeError, match=rf"key 'obs' has dtype {received}, but the storage holds {stored}"):
+            rb.extend(TensorDict(obs=torch.zeros(2, 2, dtype=received), batch_size=[2]))
+        assert len(rb) == 2 and rb.writer._cursor == 2 and rb.write_count == 2
+        # a single element (add, rb[i] = ...) is cast, as TorchRL does
+        value = torch.full((2,), 3, dtype=received)
+        assert rb.add(TensorDict(obs=value, batch_size=[])) == 2
+        assert rb[2]["obs"].dtype == stored and rb[2]["obs"].tolist() == value.to(stored).tolist()
+
+    def test_tensor_and_pytree_storages_check_dtypes_too(self):
+        from torchrl.data import ReplayBuffer
+
+        rb = ReplayBuffer(storage=LazyTensorStorage(8))
+        rb.extend(torch.ones(2, 2))
+        with pytest.raises(RuntimeError, match=r"the data has dtype torch.int64, but the storage holds torch.float32"):
+            rb.extend(torch.ones(2, 2, dtype=torch.long))
+        rb = ReplayBuffer(storage=LazyTensorStorage(8))
+        rb.extend((torch.ones(2, 2), {"b": torch.zeros(2)}))
+        with pytest.raises(RuntimeError, match=r"entry \[1\]\['b'\] has dtype torch.int64"):
+            rb.extend((torch.ones(2, 2), {"b": torch.zeros(2, dtype=torch.long)}))
+        with pytest.raises(RuntimeError, match="structure differs"):
+            rb.extend((torch.ones(2, 2), {"c": torch.zeros(2)}))
+        assert len(rb) == 2
+
+    def test_trailing_shapes_that_broadcast_are_accepted(self):
+        # TorchRL writes with torch's broadcasting: (1,) and () per-element shapes fill a (2,) slot
+        storage = LazyTensorStorage(8)
+        storage.set(slice(0, 2), TensorDict(obs=torch.zeros(2, 2), batch_size=[2]))
+        storage.set(slice(2, 4), TensorDict(obs=torch.tensor([[5.0], [6.0]]), batch_size=[2]))
+        assert storage.get(torch.tensor([2, 3]))["obs"].tolist() == [[5.0, 5.0], [6.0, 6.0]]
+        for shape in [(2, 3), (2, 2, 1), (2, 1, 2)]:
+            with pytest.raises(RuntimeError, match=rf"key 'obs' has per-element shape \({shape[1]}, ?"):
+                storage.set(slice(4, 6), TensorDict(obs=torch.zeros(shape), batch_size=[2]))
+        assert len(storage) == 4
+
+    def test_check_mode_makes_every_write_exact(self):
+        from torchrl import set_check_mode
+        from torchrl.data import ReplayBuffer
+
+        rb = ReplayBuffer(storage=LazyTensorStorage(8))
+        rb.extend(transitions(2))
+        with set_check_mode(True):
+            with pytest.raises(RuntimeError, match=r"key 'action' has dtype torch.int32, but the storage holds "
+                                                   r"torch.int64 there \(check mode\)"):
+                rb.add(transitions(1)[0].set("action", torch.tensor(1, dtype=torch.int32)))
+            bad = transitions(2)
+            bad["next", "obs"] = torch.ones(2, 1)
+            with pytest.raises(RuntimeError, match=r"key \('next', 'obs'\) has per-element shape \(1,\).*"
+                                                   r"shape \(3,\) there \(check mode\)"):
+                rb.extend(bad)
+            with pytest.raises(RuntimeError, match=r"the data has dtype torch.int64.*\(check mode\)"):
+                plain = ReplayBuffer(storage=LazyTensorStorage(4))
+                plain.add(torch.zeros(2))
+                plain[0] = torch.zeros(2, dtype=torch.long)
+            rb.extend(transitions(2))  # exact data passes
+        assert len(rb) == 4
+        rb.extend(bad)  # broadcast accepted outside check mode, as in TorchRL
+        assert len(rb) == 6 and rb[5]["next", "obs"].tolist() == [1.0, 1.0, 1.0]
+
+    def test_check_mode_from_the_environment_variable(self):
+        import subprocess
+        import sys
+
+        code = (
+            "import torch\n"
+            "from torchrl.data import ReplayBuffer, LazyTensorStorage\n"
+            "rb = ReplayBuffer(storage=LazyTensorStorage(4))\n"
+            "rb.add(torch.zeros(2))\n"
+            "try:\n"
+            "    rb.add(torch.zeros(2, dtype=torch.long))\n"
+            "except RuntimeError as err:\n"
+            "    print('raised', 'check mode' in str(err))\n"
+        )
+        env = dict(os.environ, TORCHRL_CHECK_MODE="1")
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert out.stdout.strip() == "raised True", out.stderr

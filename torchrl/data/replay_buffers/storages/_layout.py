@@ -19,6 +19,40 @@ from torchrl.data.replay_buffers._utils import _key_str
 IGNORED_KEYS = frozenset({"index", "priority_weight", "index_generation", "buffer_ids"})
 
 
+def _broadcasts(value_shape: torch.Size, target: torch.Size) -> bool:
+    """Whether ``dst[index] = value`` broadcasts ``value_shape`` to ``target`` (leading 1s are dropped)."""
+    shape = list(value_shape)
+    while len(shape) > len(target) and shape[0] == 1:
+        shape.pop(0)
+    if len(shape) > len(target):
+        return False
+    return all(v == t or v == 1 for v, t in zip(reversed(shape), reversed(target)))
+
+
+def check_leaf(
+    what: str, value: torch.Tensor, trailing: torch.Size, dtype: torch.dtype, batch_ndim: int, where: str, *,
+    strict_dtype: bool, check: bool,
+) -> None:
+    """Raises ``RuntimeError`` if ``value`` cannot be written where the storage holds ``trailing``/``dtype``.
+
+    Without ``check`` (check mode), a per-element shape that broadcasts to ``trailing`` passes, and so does
+    a dtype that differs when ``strict_dtype`` is off (it is cast on write), as in TorchRL.
+    """
+    got = value.shape[batch_ndim:]
+    suffix = " (check mode)" if check else ""
+    if got != trailing and (check or not _broadcasts(value.shape, value.shape[:batch_ndim] + trailing)):
+        raise RuntimeError(
+            f"{where}: {what} has per-element shape {tuple(got)} (full shape {tuple(value.shape)}), but "
+            f"the storage holds elements of shape {tuple(trailing)} there{suffix}. The buffer's content "
+            "was not modified."
+        )
+    if value.dtype != dtype and (strict_dtype or check):
+        raise RuntimeError(
+            f"{where}: {what} has dtype {value.dtype}, but the storage holds {dtype} there{suffix}; "
+            f"convert the data first (e.g. .to({dtype})). The buffer's content was not modified."
+        )
+
+
 class _Node:
     __slots__ = ("names", "children", "trailing")
 
@@ -37,6 +71,7 @@ class Layout:
         self.keys: list[tuple[str, ...]] = []
         self.leaves: list[torch.Tensor] = []
         self.trailing_shapes: list[torch.Size] = []
+        self.dtypes: list[torch.dtype] = []
         self.root = self._walk(storage, (), ndim)
         self.positions = {key: i for i, key in enumerate(self.keys)}
         self.key_count = len(self.keys)
@@ -66,18 +101,25 @@ class Layout:
                 # plain-tensor views make indexing memory-mapped tensors as cheap as in-memory ones
                 self.leaves.append(value.as_subclass(torch.Tensor) if type(value) is not torch.Tensor else value)
                 self.trailing_shapes.append(value.shape[root_ndim:])
+                self.dtypes.append(value.dtype)
         return node
 
     # ------------------------------------------------------------------ writes
-    def sources(self, data: Any, batch_ndim: int, where: str) -> list[torch.Tensor]:
-        """The tensors of ``data`` in storage-leaf order, after checking keys and shapes.
+    def sources(
+        self, data: Any, batch_ndim: int, where: str, *, strict_dtype: bool = True, check: bool = False
+    ) -> list[torch.Tensor]:
+        """The tensors of ``data`` in storage-leaf order, after checking keys, shapes and dtypes.
 
-        ``batch_ndim`` is the number of leading dims of ``data`` that index storage positions. Raises
-        ``KeyError`` (missing or unexpected key) or ``RuntimeError`` (shape) naming the full key.
+        ``batch_ndim`` is the number of leading dims of ``data`` that index storage positions. As in
+        TorchRL, a per-element shape that broadcasts to the stored one is accepted, and a dtype that differs
+        from the stored one is cast unless ``strict_dtype`` (batched writes); with ``check=True`` (check
+        mode) shapes and dtypes must match exactly. Raises ``KeyError`` (missing or unexpected key),
+        ``TypeError`` (not a tensor) or ``RuntimeError`` (shape, dtype) naming the full key.
         """
         out: list[torch.Tensor | None] = [None] * self.key_count
+        strict_dtype = strict_dtype or check
         if type(data) is TensorDict:
-            self._collect(data, self.root, (), batch_ndim, out, where)
+            self._collect(data, self.root, (), batch_ndim, out, where, strict_dtype, check)
         else:
             if not isinstance(data, TensorDictBase):
                 data = getattr(data, "_tensordict", data)
@@ -91,25 +133,33 @@ class Layout:
                     if key[0] not in IGNORED_KEYS:
                         extra.append(key)
                     continue
-                self._check_shape(key, value, pos, batch_ndim, where)
+                self._check_leaf(key, value, pos, batch_ndim, where, strict_dtype, check)
                 out[pos] = value
             missing = [self.keys[i] for i, v in enumerate(out) if v is None]
             if missing or extra:
                 raise KeyError(self._key_message(where, missing, extra))
         return out
 
-    def _collect(self, td: TensorDict, node: _Node, prefix: tuple, batch_ndim: int, out: list, where: str) -> None:
+    def _collect(
+        self, td: TensorDict, node: _Node, prefix: tuple, batch_ndim: int, out: list, where: str,
+        strict_dtype: bool, check: bool,
+    ) -> None:
         src = td._tensordict
         found = 0
         trailing = self.trailing_shapes
+        dtypes = self.dtypes
         for name, child in zip(node.names, node.children):
             value = src.get(name)
             if value is None:
                 continue
             found += 1
             if type(child) is int:
-                if type(value) is not torch.Tensor or value.shape[batch_ndim:] != trailing[child]:
-                    self._check_shape(prefix + (name,), value, child, batch_ndim, where)
+                if (
+                    type(value) is not torch.Tensor
+                    or value.shape[batch_ndim:] != trailing[child]
+                    or (strict_dtype and value.dtype is not dtypes[child])
+                ):
+                    self._check_leaf(prefix + (name,), value, child, batch_ndim, where, strict_dtype, check)
                 out[child] = value
             else:
                 if type(value) is not TensorDict:
@@ -119,7 +169,7 @@ class Layout:
                             f"{where}: key {_key_str(prefix + (name,))} holds a {type(value).__name__}, "
                             "but the storage expects a sub-tensordict there."
                         )
-                self._collect(value, child, prefix + (name,), batch_ndim, out, where)
+                self._collect(value, child, prefix + (name,), batch_ndim, out, where, strict_dtype, check)
         if found != len(src) or found != len(node.names):
             missing, extra = self._diff(td, node, prefix)
             if missing or extra:
@@ -132,16 +182,16 @@ class Layout:
         ]
         return missing, extra
 
-    def _check_shape(self, key: tuple, value: torch.Tensor, pos: int, batch_ndim: int, where: str) -> None:
+    def _check_leaf(
+        self, key: tuple, value: Any, pos: int, batch_ndim: int, where: str, strict_dtype: bool, check: bool
+    ) -> None:
+        """The slow path of the per-leaf check (only reached when something differs from the storage)."""
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"{where}: key {_key_str(key)} holds a {type(value).__name__}, expected a tensor.")
-        if value.shape[batch_ndim:] != self.trailing_shapes[pos]:
-            expected = tuple(self.trailing_shapes[pos])
-            raise RuntimeError(
-                f"{where}: key {_key_str(key)} has per-element shape {tuple(value.shape[batch_ndim:])} "
-                f"(full shape {tuple(value.shape)}), but the storage holds elements of shape {expected} "
-                "for that key. The buffer's content was not modified."
-            )
+        check_leaf(
+            f"key {_key_str(key)}", value, self.trailing_shapes[pos], self.dtypes[pos], batch_ndim, where,
+            strict_dtype=strict_dtype, check=check,
+        )
 
     @staticmethod
     def _key_message(where: str, missing: list, extra: list) -> str:

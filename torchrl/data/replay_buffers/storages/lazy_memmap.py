@@ -125,6 +125,7 @@ class LazyMemmapStorage(LazyTensorStorage):
         self._files_dir = None
         self._storage = None
         self._layout = None
+        self._tree = None
         self.initialized = False
         self._rows = 0
         return True

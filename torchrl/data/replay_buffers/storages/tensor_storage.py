@@ -6,7 +6,9 @@ from typing import Any, Sequence
 
 import torch
 from tensordict import TensorDictBase, is_tensor_collection
-from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils._pytree import keystr, tree_flatten, tree_flatten_with_path, tree_map
+
+from torchrl._check_mode import _state as _check_state
 
 from torchrl.data.replay_buffers._utils import (
     INT_CLASSES,
@@ -15,7 +17,7 @@ from torchrl.data.replay_buffers._utils import (
     stack_elements,
     unravel_index,
 )
-from torchrl.data.replay_buffers.storages._layout import Layout
+from torchrl.data.replay_buffers.storages._layout import Layout, check_leaf
 from torchrl.data.replay_buffers.storages.base import Storage
 from torchrl.data.replay_buffers.storages.checkpointers import TensorStorageCheckpointer
 
@@ -118,6 +120,7 @@ class TensorStorage(Storage):
         self.device = device if device == "auto" else torch.device(device)
         self._storage = None
         self._layout: Layout | None = None
+        self._tree: tuple[list[torch.Tensor], Any] | None = None  # leaves and structure of a pytree storage
         self._rows_value = 0
         self._shared_rows: torch.Tensor | None = None
         self._inner = 1
@@ -152,6 +155,8 @@ class TensorStorage(Storage):
         self._capacity_rows = shape[0]
         self._inner = math.prod(shape[1 : self.ndim])
         self._layout = Layout(storage, self.ndim) if Layout.supports(storage) else None
+        plain = is_tensor_collection(storage) or isinstance(storage, torch.Tensor)
+        self._tree = None if plain else tree_flatten(storage)
         self._rows = rows
 
     def _share(self) -> None:
@@ -207,18 +212,23 @@ class TensorStorage(Storage):
     def set(self, cursor: int | Sequence[int] | slice, data: Any, *, set_cursor: bool = True):
         if type(data) is list:
             data = stack_elements(data, f"{type(self).__name__}.set")
+        single = type(cursor) is not slice and isinstance(cursor, INT_CLASSES)
         if not self.initialized:
-            self._init(data, single=isinstance(cursor, INT_CLASSES))
+            self._init(data, single=single)
+        check = _check_state["on"]  # check mode: exact dtypes and shapes on every write
         layout = self._layout
         if layout is not None:
             dims = self.ndim if type(cursor) is slice else _index_dims(cursor, self.ndim)
-            layout.write(cursor, layout.sources(data, dims, f"{type(self).__name__}.set"))
-        elif is_tensor_collection(self._storage) or isinstance(self._storage, torch.Tensor):
+            sources = layout.sources(data, dims, f"{type(self).__name__}.set", strict_dtype=not single, check=check)
+            layout.write(cursor, sources)
+        elif isinstance(self._storage, torch.Tensor):
+            self._check_tensor(cursor, data, single, check)
+            self._storage[cursor] = data
+        elif is_tensor_collection(self._storage):
             self._storage[cursor] = data
         else:
-            flat_dst, _ = tree_flatten(self._storage)
-            flat_src, _ = tree_flatten(data)
-            for dst, src in zip(flat_dst, flat_src):
+            sources = self._tree_sources(cursor, data, single, check)
+            for dst, src in zip(self._tree[0], sources):
                 dst[cursor] = src
         self._version += 1
         if set_cursor:
@@ -226,6 +236,43 @@ class TensorStorage(Storage):
             row = cursor.stop if type(cursor) is slice and cursor.stop is not None else _max_row(cursor)
             if row > self._rows:
                 self._rows = min(row, self._capacity_rows)
+
+    def _check_tensor(self, cursor: Any, data: Any, single: bool, check: bool) -> None:
+        """Checks a write into a plain-tensor storage (a dtype that differs only fails batched writes)."""
+        stored = self._storage
+        if not isinstance(data, torch.Tensor):
+            raise TypeError(f"{type(self).__name__}.set: the storage holds a tensor, got a {type(data).__name__}.")
+        dims = _index_dims(cursor, self.ndim)
+        if data.shape[dims:] != stored.shape[self.ndim :] or (data.dtype is not stored.dtype and (check or not single)):
+            check_leaf(
+                "the data", data, stored.shape[self.ndim :], stored.dtype, dims,
+                f"{type(self).__name__}.set", strict_dtype=not single, check=check,
+            )
+
+    def _tree_sources(self, cursor: Any, data: Any, single: bool, check: bool) -> list[torch.Tensor]:
+        """The leaves of a pytree written into a pytree storage, checked against the stored leaves."""
+        stored, spec = self._tree
+        leaves, data_spec = tree_flatten(data)
+        where = f"{type(self).__name__}.set"
+        if data_spec != spec:
+            raise RuntimeError(
+                f"{where}: the data's structure differs from the storage's: got {data_spec}, the storage holds "
+                f"{spec}. Every write must have the structure of the first write. The buffer's content was not "
+                "modified."
+            )
+        dims = _index_dims(cursor, self.ndim)
+        strict_dtype = check or not single
+        for i, (src, dst) in enumerate(zip(leaves, stored)):
+            if type(src) is not torch.Tensor or src.shape[dims:] != dst.shape[self.ndim :] or (
+                strict_dtype and src.dtype is not dst.dtype
+            ):
+                key = keystr(tree_flatten_with_path(data)[0][i][0])
+                if not isinstance(src, torch.Tensor):
+                    raise TypeError(f"{where}: entry {key} holds a {type(src).__name__}, expected a tensor.")
+                check_leaf(
+                    f"entry {key}", src, dst.shape[self.ndim :], dst.dtype, dims, where, strict_dtype=strict_dtype, check=check
+                )
+        return leaves
 
     def _last_row(self) -> int | None:
         """The row written last (``None`` when unknown)."""
@@ -323,12 +370,13 @@ class TensorStorage(Storage):
     def __getstate__(self):
         state = super().__getstate__()
         state["_layout"] = None
+        state["_tree"] = None
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        if self.initialized and Layout.supports(self._storage):
-            self._layout = Layout(self._storage, self.ndim)
+        if self.initialized:
+            self._adopt(self._storage, self._rows)
 
 
 def _device_of(data: Any) -> torch.device | None:
