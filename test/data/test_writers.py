@@ -96,6 +96,92 @@ class TestMaxValueWriter:
             rb.extend(TensorDict(a=torch.zeros(2), batch_size=[2]))
 
 
+class TestMaxValueWriterParity:
+    """Known answers observed on TorchRL 0.14.1."""
+
+    @staticmethod
+    def _rb(capacity, **kwargs):
+        return TensorDictReplayBuffer(
+            storage=LazyTensorStorage(capacity), writer=TensorDictMaxValueWriter(rank_key="r", **kwargs)
+        )
+
+    def test_extend_returns_the_slot_of_every_element_or_minus_one(self):
+        rb = self._rb(2)
+        assert rb.extend(TensorDict(r=torch.tensor([1.0, 5.0, 3.0, 0.0]), batch_size=[4])).tolist() == [-1, 1, 0, -1]
+        assert rb.extend(TensorDict(r=torch.tensor([4.0, 0.5]), batch_size=[2])).tolist() == [0, -1]
+        assert rb.storage._storage["r"].tolist() == [4.0, 5.0]
+        assert rb.extend(TensorDict(r=torch.tensor([0.1]), batch_size=[1])).tolist() == [-1]
+
+    def test_ties_replace_the_first_lowest_slot_and_need_a_strictly_higher_rank(self):
+        rb = self._rb(2)
+        index = rb.extend(TensorDict(r=torch.tensor([1.0, 2.0, 2.0, 1.0, 2.0, 3.0]), batch_size=[6]))
+        assert index.tolist() == [-1, 1, -1, -1, -1, 0]
+        assert rb.storage._storage["r"].tolist() == [3.0, 2.0]
+        rb = self._rb(3)
+        index = rb.extend(TensorDict(r=torch.tensor([5.0, 1, 7, 3, 9, 2, 8, 8, 0]), batch_size=[9]))
+        assert index.tolist() == [-1, -1, -1, -1, 1, -1, 0, 2, -1]
+        assert rb.extend(TensorDict(r=torch.tensor([8.5, 1, 10]), batch_size=[3])).tolist() == [0, -1, 2]
+        assert rb.storage._storage["r"].tolist() == [8.5, 9.0, 10.0]
+
+    @pytest.mark.parametrize(
+        "reduction, index, stored",
+        [
+            ("sum", [-1, 1, -1, 0], [0.0, 5.0, 5.0, 100.0]),
+            ("mean", [-1, 1, -1, 0], [0.0, 5.0, 5.0, 100.0]),
+            ("max", [0, -1, -1, 1], [0.0, 1.0, 9.0, 100.0]),
+            ("min", [-1, 1, 0, -1], [3.0, 4.0, 5.0, 5.0]),
+            ("median", [-1, 1, 0, -1], [3.0, 4.0, 5.0, 5.0]),
+        ],
+    )
+    def test_reductions(self, reduction, index, stored):
+        rb = self._rb(2, reduction=reduction)
+        r = torch.tensor([[1.0, 9.0], [5.0, 5.0], [3.0, 4.0], [0.0, 100.0]])
+        assert rb.extend(TensorDict(r=r, batch_size=[4])).tolist() == index
+        assert sorted(rb.storage._storage["r"].flatten().tolist()) == stored
+
+    def test_extend_equals_successive_adds(self):
+        torch.manual_seed(0)
+        values = torch.randint(0, 6, (40,)).float()
+        by_extend, by_add = self._rb(5), self._rb(5)
+        by_extend.extend(TensorDict(r=values, batch_size=[40]))
+        for v in values:
+            by_add.add(TensorDict(r=v, batch_size=[]))
+        assert by_extend.storage._storage["r"].tolist() == by_add.storage._storage["r"].tolist()
+
+    def test_errors(self):
+        with pytest.raises(NotImplementedError, match="unknown reduction 'prod'"):
+            TensorDictMaxValueWriter(rank_key="r", reduction="prod")
+        rb = ReplayBuffer(storage=LazyTensorStorage(2), writer=TensorDictMaxValueWriter(rank_key="r"))
+        with pytest.raises(RuntimeError, match=r"extend expects a tensor collection .* rank entry 'r'; got a Tensor"):
+            rb.extend(torch.tensor([1.0, 5.0]))
+        with pytest.raises(RuntimeError, match="add expects a tensor collection .* got a dict"):
+            rb.add({"r": torch.tensor(1.0)})
+        with pytest.raises(RuntimeError, match=r"batch dimension .* Use add\(\)"):
+            rb.extend(TensorDict(r=torch.tensor(2.0), batch_size=[]))
+        assert len(rb) == 0
+
+    def test_failed_write_leaves_the_ranking_unchanged(self):
+        rb = self._rb(2)
+        rb.extend(TensorDict(r=torch.tensor([1.0, 2.0]), batch_size=[2]))
+        with pytest.raises(RuntimeError, match="dtype"):
+            rb.extend(TensorDict(r=torch.tensor([7, 9]), batch_size=[2]))
+        with pytest.raises(KeyError, match="unexpected keys 'x'"):
+            rb.add(TensorDict(r=torch.tensor(5.0), x=torch.zeros(()), batch_size=[]))
+        assert rb.writer._ranks.tolist() == [1.0, 2.0]
+        assert rb.extend(TensorDict(r=torch.tensor([1.5]), batch_size=[1])).tolist() == [0]
+
+    def test_repr_and_state_round_trip(self, tmp_path):
+        rb = self._rb(2, reduction="max")
+        assert repr(rb.writer) == "TensorDictMaxValueWriter(cursor=0, full_storage=False, rank_key=r, reduction=max)"
+        rb.extend(TensorDict(r=torch.tensor([1.0, 5.0, 3.0]), batch_size=[3]))
+        assert repr(rb.writer) == "TensorDictMaxValueWriter(cursor=0, full_storage=True, rank_key=r, reduction=max)"
+        rb.dumps(tmp_path / "rb")
+        other = self._rb(2, reduction="max")
+        other.loads(tmp_path / "rb")
+        assert other.extend(TensorDict(r=torch.tensor([4.0]), batch_size=[1])).tolist() == [0]
+        assert sorted(other.storage._storage["r"].tolist()) == [4.0, 5.0]
+
+
 def test_immutable_writer():
     rb = ReplayBuffer(storage=TensorStorage(torch.arange(4)), writer=ImmutableDatasetWriter(), batch_size=2)
     assert len(rb) == 4
@@ -103,6 +189,11 @@ def test_immutable_writer():
         rb.extend(torch.arange(2))
     with pytest.raises(RuntimeError, match="immutable"):
         rb.add(torch.tensor(1))
+    with pytest.raises(RuntimeError, match=r"immutable .*empty\(\) would erase"):
+        rb.empty()
+    assert len(rb) == 4 and rb[3].item() == 3
+    rb[0] = torch.tensor(9)  # overwriting by index is allowed, as in TorchRL
+    assert rb[0].item() == 9
 
 
 def test_writer_ensemble():

@@ -291,10 +291,10 @@ class ReplayBuffer(metaclass=_BufferMeta):
     def empty(self, empty_write_count: bool = True):
         """Forgets the content (and the sampler state); keeps allocated memory."""
         with self._lock:
+            self._writer._empty()  # first: an ImmutableDatasetWriter refuses, leaving the content as it is
             self._background.drop_queue()
             self._storage._empty()
             self._sampler._empty()
-            self._writer._empty()
             if empty_write_count and hasattr(self._writer, "_write_count"):
                 self._writer._write_count = 0
 

@@ -9,7 +9,9 @@ from torchrl.data.replay_buffers.writers.base import Writer
 
 
 class ImmutableDatasetWriter(Writer):
-    """A writer for read-only datasets: every write raises ``RuntimeError``.
+    """A writer for read-only datasets: ``add``, ``extend`` and ``empty`` raise ``RuntimeError``.
+
+    Overwriting elements by index (``rb[i] = data``) is still allowed, as in TorchRL.
 
     Examples:
         >>> import torch
@@ -33,6 +35,12 @@ class ImmutableDatasetWriter(Writer):
 
     def extend(self, data: Sequence) -> torch.Tensor:
         raise self._refuse()
+
+    def _empty(self) -> None:
+        raise RuntimeError(
+            "This replay buffer is immutable (ImmutableDatasetWriter): empty() would erase the static dataset. "
+            "Build a new buffer instead."
+        )
 
     def state_dict(self) -> dict[str, Any]:
         return {}
