@@ -179,13 +179,15 @@ class TestTanhNormal:
         # the mode maximises the density: no point of a dense grid (in pre-tanh space) scores higher
         u_grid = torch.linspace(-8, 8, 20001, dtype=torch.float64).unsqueeze(-1).expand(-1, 3)
         elementwise = TanhNormal(loc, scale, low=-2.0, high=2.0, event_dims=0)
-        mode = dist.mode
+        mode = dist.get_mode()
         best = elementwise.log_prob(2.0 * u_grid.tanh()).max(0).values
         assert (elementwise.log_prob(mode)[0] >= best - 1e-6).all()
         # and its pre-tanh value is a stationary point: u = loc + 2 scale^2 tanh(u)
         u = (mode / 2.0).atanh()
         torch.testing.assert_close(u, loc + 2 * scale**2 * u.tanh(), atol=1e-6, rtol=1e-6)
-        assert torch.equal(dist.mode, dist.get_mode())
+        # ``.mode`` raises, as TorchRL's does (no closed form): get_mode() or deterministic_sample instead
+        with pytest.raises(RuntimeError, match="TanhNormal has no analytical mode"):
+            dist.mode
 
     def test_mean_and_entropy_have_no_closed_form(self):
         dist = TanhNormal(torch.zeros(2), torch.ones(2))
@@ -201,7 +203,13 @@ class TestTanhNormal:
         assert dist.min == -2.0 and dist.max == 4.0 and dist.low == -2.0 and dist.high == 4.0
         assert dist.support.check(torch.tensor(3.9)) and not dist.support.check(torch.tensor(4.1))
         assert isinstance(dist, D.TransformedDistribution)
-        assert isinstance(dist.root_dist, D.Independent) and torch.equal(dist.root_dist.mean, loc)
+        # as in TorchRL: base_dist is the Independent normal, root_dist the plain Normal inside it
+        assert isinstance(dist.base_dist, D.Independent) and isinstance(dist.root_dist, D.Normal)
+        assert torch.equal(dist.root_dist.mean, loc) and dist.device == loc.device
+        assert isinstance(dist.low, torch.Tensor) and dist.low.shape == () and dist.high.item() == 4.0
+        assert dist.non_trivial_max.item() is True and dist.non_trivial_min.item() is True
+        other = TanhNormal(loc, scale, low=-1.0, high=2.0)
+        assert other.non_trivial_max.item() is True and other.non_trivial_min.item() is False
         u = torch.randn(3, 2)
         y = u
         for t in dist.transforms:
@@ -243,7 +251,9 @@ class TestTanhNormal:
             ),
         )
         td = TensorDict(observation=torch.randn(4, 3), batch_size=[4])
-        for kind in ("random", "deterministic", "mode", "mean"):
+        with set_interaction_type("mode"), pytest.raises(RuntimeError, match="no analytical mode"):
+            policy(td.clone())  # TanhNormal has no closed-form mode (TorchRL raises too)
+        for kind in ("random", "deterministic", "mean"):
             with warnings.catch_warnings():
                 warnings.simplefilter("error")  # no "falling back" warning from tensordict
                 with set_interaction_type(kind):
@@ -325,10 +335,13 @@ class TestDelta:
 
 class TestTanhDelta:
     def test_value_bounds_and_log_prob(self):
-        param = torch.tensor([[0.0, 100.0, -100.0]])
+        param = torch.tensor([[-1.0, 100.0, -100.0]])
         dist = TanhDelta(param, low=-2.0, high=4.0)
         value = dist.sample()
+        # as TorchRL's: the parameter is moved by the middle of the bounds (1.0) before the tanh
         torch.testing.assert_close(value, torch.tensor([[1.0, 4.0, -2.0]]))
+        assert dist.low == -2.0 and dist.high == 4.0 and not dist.has_rsample
+        assert dist.arg_constraints == {"loc": D.constraints.real}
         assert ((value > -2.0) & (value < 4.0)).all()  # safe: strictly inside
         assert dist.log_prob(value).tolist() == [math.inf]
         assert dist.log_prob(value + 0.1).tolist() == [-math.inf]
@@ -503,3 +516,50 @@ def test_analytic_helpers_and_map():
     assert not has_analytic_kl(p, D.Normal(0.0, 1.0))
     assert distributions_maps["<class 'torchrl.modules.distributions.continuous.delta'>"] is Delta
     assert TanhNormal in distributions_maps.values() and MaskedCategorical in distributions_maps.values()
+
+
+class TestTorchRLAttributes:
+    """Attributes and values observed on TorchRL 0.14.1's instances."""
+
+    def test_truncated_normal(self):
+        loc, scale = torch.zeros(3, 2), torch.ones(3, 2)
+        dist = TruncatedNormal(loc, scale, low=-1.0, high=2.0)
+        assert dist.device == torch.device("cpu")
+        assert torch.equal(dist.loc, loc) and torch.equal(dist.scale, scale)
+        for name, value in (("low", -1.0), ("high", 2.0), ("upscale", 5.0)):
+            attr = getattr(dist, name)
+            assert isinstance(attr, torch.Tensor) and attr.shape == () and attr.dtype == torch.float32
+            assert attr.item() == value
+        assert dist.non_trivial_max is True and dist.non_trivial_min is False
+        assert set(dist.arg_constraints) == {"loc", "scale"}
+        squashed = TruncatedNormal(loc + 0.3, scale, low=-1.0, high=2.0, tanh_loc=True, upscale=2.0)
+        torch.testing.assert_close(squashed.loc[0], torch.full((2,), 0.2978), atol=1e-4, rtol=0)
+
+    def test_tanh_normal_tanh_loc_is_moved_to_the_middle_of_the_bounds(self):
+        loc, scale = torch.tensor([-0.5, 0.0, 0.3, 2.0]), torch.tensor([0.5, 1.0, 2.0, 0.1])
+        dist = TanhNormal(loc, scale, low=0.0, high=4.0, tanh_loc=True)
+        # TorchRL 0.14.1's values
+        torch.testing.assert_close(dist.root_dist.loc, torch.tensor([1.50166, 2.0, 2.29964, 3.89974]), atol=1e-4, rtol=0)
+        torch.testing.assert_close(
+            dist.deterministic_sample, torch.tensor([3.81090, 3.92806, 3.96016, 3.99836]), atol=1e-4, rtol=0
+        )
+        plain = TanhNormal(loc, scale, low=-1.0, high=2.0)
+        torch.testing.assert_close(plain.root_dist.loc, loc)
+        torch.testing.assert_close(plain.deterministic_sample, torch.tensor([-0.19318, 0.5, 0.93697, 1.94604]),
+                                   atol=1e-4, rtol=0)
+        assert repr(plain) == "TanhNormal(loc: torch.Size([4]), scale: torch.Size([4]))"
+
+    def test_one_hot_categoricals(self):
+        logits = torch.randn(3, 4, requires_grad=True)
+        mask = torch.tensor([[True, False, True, True]] * 3)
+        for dist in (OneHotCategorical(logits=logits), MaskedOneHotCategorical(logits=logits, mask=mask),
+                     OneHotOrdinal(logits)):
+            assert dist.has_rsample is False and dist.grad_method is ReparamGradientStrategy.PassThrough
+            assert dist.num_samples == 4
+            assert not dist.sample().requires_grad and dist.rsample().requires_grad  # rsample still works
+        masked = MaskedCategorical(logits=logits, mask=mask)
+        assert masked.padding_value == 0 and masked.num_samples == 4
+        torch.testing.assert_close(
+            masked.log_prob(torch.tensor([0, 2, 3])),
+            torch.log_softmax(logits.masked_fill(~mask, float("-inf")), -1)[[0, 1, 2], [0, 2, 3]],
+        )

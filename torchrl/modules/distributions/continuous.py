@@ -150,10 +150,12 @@ class Delta(_TDDelta):
 
 
 class TanhDelta(FasterTransformedDistribution):
-    """A :class:`Delta` on ``mid + half * tanh(param)``: a deterministic, bounded action.
+    """A :class:`Delta` on ``mid + half * tanh(param + mid)``: a deterministic, bounded action.
 
-    ``mid = (high + low) / 2`` and ``half = (high - low) / 2``. Useful for deterministic policies (DDPG,
-    TD3) written as probabilistic modules.
+    ``mid = (high + low) / 2`` and ``half = (high - low) / 2``; as in TorchRL, the parameter is moved to the
+    middle of the bounds before the ``tanh`` (this changes nothing for bounds symmetric around 0). Useful for
+    deterministic policies (DDPG, TD3) written as probabilistic modules. Like TorchRL's, it reports
+    ``has_rsample = False`` (sampling and ``rsample`` both return the value, the latter with its gradient).
 
     Args:
         param (torch.Tensor): the pre-``tanh`` value.
@@ -174,8 +176,8 @@ class TanhDelta(FasterTransformedDistribution):
         tensor([inf])
     """
 
-    arg_constraints: dict = {}
-    has_rsample = True
+    arg_constraints: dict = {"loc": constraints.real}
+    has_rsample = False
 
     def __init__(
         self,
@@ -193,6 +195,8 @@ class TanhDelta(FasterTransformedDistribution):
                 f"(shape {tuple(param.shape)})."
             )
         self._bounds = _bounds(low, high, "TanhDelta", param.device)
+        self.low = low
+        self.high = high
         self.event_dims = event_dims
         self.atol = atol
         self.rtol = rtol
@@ -201,6 +205,9 @@ class TanhDelta(FasterTransformedDistribution):
 
     def update(self, net_output: torch.Tensor) -> torch.Tensor | None:
         """Replaces the pre-``tanh`` parameter."""
+        mid = self._bounds.mid
+        if isinstance(mid, torch.Tensor) or mid != 0.0:
+            net_output = net_output + mid
         self.param = net_output
         split = net_output.ndim - self.event_dims
         self._batch_shape = net_output.shape[:split]

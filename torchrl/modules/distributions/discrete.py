@@ -61,7 +61,8 @@ class OneHotCategorical(D.Categorical):
 
     Behaves as ``torch.distributions.Categorical`` except that samples, modes and the values given to
     :meth:`log_prob` are one-hot tensors (samples are ``torch.long``). :meth:`rsample` returns float
-    one-hot samples that carry a gradient, chosen by ``grad_method``.
+    one-hot samples that carry a gradient, chosen by ``grad_method``; as in TorchRL, ``has_rsample`` is
+    ``False``, so probabilistic modules draw plain samples unless :meth:`rsample` is called explicitly.
 
     Args:
         logits (torch.Tensor): unnormalised log-probabilities.
@@ -80,7 +81,7 @@ class OneHotCategorical(D.Categorical):
     """
 
     num_params = 1
-    has_rsample = True
+    has_rsample = False
 
     def __init__(
         self,
@@ -91,6 +92,16 @@ class OneHotCategorical(D.Categorical):
     ) -> None:
         self._grad_method = _check_grad_method(grad_method)
         super().__init__(probs=probs, logits=logits, **kwargs)
+
+    @property
+    def grad_method(self) -> ReparamGradientStrategy:
+        """How :meth:`rsample` builds its gradient."""
+        return self._grad_method
+
+    @property
+    def num_samples(self) -> int:
+        """The number of categories."""
+        return self._num_events
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
         return super().log_prob(value.argmax(dim=-1))
@@ -205,8 +216,14 @@ class MaskedCategorical(D.Categorical):
         return self._mask
 
     @property
-    def padding_value(self) -> int | None:
-        return self._padding_value
+    def padding_value(self) -> int:
+        """The padding value of ``indices`` (``0`` when none was given, as TorchRL reports it)."""
+        return 0 if self._padding_value is None else self._padding_value
+
+    @property
+    def num_samples(self) -> int:
+        """The number of categories."""
+        return self._num_events
 
     @property
     def padding_side(self) -> str:
@@ -260,7 +277,7 @@ class MaskedOneHotCategorical(MaskedCategorical):
         tensor([0, 1, 0])
     """
 
-    has_rsample = True
+    has_rsample = False
 
     def __init__(
         self,
@@ -276,6 +293,11 @@ class MaskedOneHotCategorical(MaskedCategorical):
         super().__init__(
             logits=logits, probs=probs, mask=mask, indices=indices, neg_inf=neg_inf, padding_value=padding_value
         )
+
+    @property
+    def grad_method(self) -> ReparamGradientStrategy:
+        """How :meth:`rsample` builds its gradient."""
+        return self._grad_method
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
         return super().log_prob(value.argmax(dim=-1))

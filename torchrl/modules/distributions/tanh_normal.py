@@ -34,7 +34,11 @@ class TanhNormal(FasterTransformedDistribution):
     summed over the last ``event_dims`` dimensions. ``log(1 - tanh(u)^2)`` is computed as
     ``2 * (log 2 - u - softplus(-2u))``, which stays finite for large ``|u|``.
 
-    With ``tanh_loc=True`` the location is first squashed: ``loc = upscale * tanh(loc / upscale)``.
+    With ``tanh_loc=True`` the location is first squashed and moved to the middle of the bounds, as in
+    TorchRL: ``loc = upscale * tanh(loc / upscale) + mid``.
+
+    ``mode`` raises (the squashed density has no closed-form mode); use ``deterministic_sample`` (the
+    squashed location) or :meth:`get_mode` (the mode, found numerically).
 
     :meth:`rsample_and_log_prob` scores the pre-``tanh`` draw itself (no ``atanh`` round trip), and
     :meth:`log_prob` reuses the pre-``tanh`` value of the last :meth:`rsample` when it is given that very
@@ -99,6 +103,9 @@ class TanhNormal(FasterTransformedDistribution):
         """Replaces the location and scale (the location scaling is applied again if ``tanh_loc``)."""
         if self.tanh_loc:
             loc = (loc / self.upscale).tanh() * self.upscale
+            mid = self._bounds.mid
+            if isinstance(mid, torch.Tensor) or mid != 0.0:
+                loc = loc + mid
         scale = _scale_tensor(scale, loc)
         if scale.shape != loc.shape:
             loc, scale = torch.broadcast_tensors(loc, scale)
@@ -123,14 +130,29 @@ class TanhNormal(FasterTransformedDistribution):
 
     # ------------------------------------------------------------------ bounds and helpers
     @property
-    def low(self):
-        """Lower bound of the support."""
-        return self._bounds.low
+    def device(self) -> torch.device:
+        """The device of the parameters."""
+        return self.loc.device
 
     @property
-    def high(self):
-        """Upper bound of the support."""
-        return self._bounds.high
+    def low(self) -> torch.Tensor:
+        """Lower bound of the support (a tensor, as in TorchRL)."""
+        return torch.as_tensor(self._bounds.low, device=self.loc.device)
+
+    @property
+    def high(self) -> torch.Tensor:
+        """Upper bound of the support (a tensor, as in TorchRL)."""
+        return torch.as_tensor(self._bounds.high, device=self.loc.device)
+
+    @property
+    def non_trivial_max(self) -> torch.Tensor:
+        """Whether the upper bound differs from 1 (a boolean tensor)."""
+        return (self.high != 1.0).any()
+
+    @property
+    def non_trivial_min(self) -> torch.Tensor:
+        """Whether the lower bound differs from -1 (a boolean tensor)."""
+        return (self.low != -1.0).any()
 
     @property
     def min(self):
@@ -231,8 +253,16 @@ class TanhNormal(FasterTransformedDistribution):
 
     @property
     def mode(self) -> torch.Tensor:
-        """The mode of the squashed distribution (see :meth:`get_mode`)."""
-        return self.get_mode()
+        """Not defined in closed form: raises, as in TorchRL (see :meth:`get_mode` and ``deterministic_sample``).
+
+        Raises:
+            RuntimeError: always.
+        """
+        raise RuntimeError(
+            "The distribution TanhNormal has no analytical mode. Use ExplorationType.DETERMINISTIC (the "
+            "distribution's deterministic_sample, the squashed location) for a deterministic action, or "
+            "dist.get_mode() to compute the mode numerically."
+        )
 
     def get_mode(self) -> torch.Tensor:
         r"""The mode of the squashed density, computed by bisection.
@@ -264,8 +294,9 @@ class TanhNormal(FasterTransformedDistribution):
 
     @property
     def root_dist(self) -> D.Distribution:
-        """The normal distribution before squashing, as ``Independent(Normal(loc, scale), event_dims)``."""
-        return self.base_dist
+        """The ``Normal(loc, scale)`` before squashing (``base_dist`` is that normal made ``Independent``)."""
+        base = self.base_dist
+        return base.base_dist if isinstance(base, D.Independent) else base
 
     def entropy(self) -> torch.Tensor:
         raise NotImplementedError(
@@ -297,7 +328,4 @@ class TanhNormal(FasterTransformedDistribution):
         )
 
     def __repr__(self) -> str:
-        return (
-            f"TanhNormal(loc: {tuple(self.loc.shape)}, scale: {tuple(self.scale.shape)}, "
-            f"low={self._bounds.low}, high={self._bounds.high}, event_dims={self.event_dims})"
-        )
+        return f"TanhNormal(loc: {self.loc.shape}, scale: {self.scale.shape})"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 from tensordict.nn.distributions import TruncatedNormal as _TruncatedNormalBase
 from torch import distributions as D
+from torch.distributions import constraints
 
 __all__ = ["TruncatedNormal"]
 
@@ -33,6 +34,7 @@ class TruncatedNormal(D.Independent):
 
     num_params: int = 2
     has_rsample = True
+    arg_constraints = {"loc": constraints.real, "scale": constraints.greater_than(1e-6)}
 
     def __init__(
         self,
@@ -44,13 +46,17 @@ class TruncatedNormal(D.Independent):
         tanh_loc: bool = False,
     ) -> None:
         if isinstance(low, torch.Tensor) or isinstance(high, torch.Tensor):
-            low = torch.as_tensor(low, device=loc.device, dtype=loc.dtype)
-            high = torch.as_tensor(high, device=loc.device, dtype=loc.dtype)
-        elif not low < high:
-            raise ValueError(f"TruncatedNormal: low must be smaller than high, got low={low} and high={high}.")
-        self.low = low
-        self.high = high
-        self.upscale = upscale
+            self.non_trivial_max = bool((torch.as_tensor(high) != 1.0).any())
+            self.non_trivial_min = bool((torch.as_tensor(low) != -1.0).any())
+        else:
+            if not low < high:
+                raise ValueError(f"TruncatedNormal: low must be smaller than high, got low={low} and high={high}.")
+            self.non_trivial_max = high != 1.0
+            self.non_trivial_min = low != -1.0
+        # stored as tensors, as in TorchRL
+        self.low = torch.as_tensor(low, device=loc.device, dtype=loc.dtype)
+        self.high = torch.as_tensor(high, device=loc.device, dtype=loc.dtype)
+        self.upscale = torch.as_tensor(upscale, device=loc.device, dtype=loc.dtype)
         self.tanh_loc = tanh_loc
         self.update(loc, scale)
 
@@ -60,10 +66,25 @@ class TruncatedNormal(D.Independent):
             loc = (loc / self.upscale).tanh() * self.upscale
         if not isinstance(scale, torch.Tensor):
             scale = torch.full_like(loc, float(scale))
-        low = torch.as_tensor(self.low, device=loc.device, dtype=loc.dtype)
-        high = torch.as_tensor(self.high, device=loc.device, dtype=loc.dtype)
+        low = self.low.to(device=loc.device, dtype=loc.dtype)
+        high = self.high.to(device=loc.device, dtype=loc.dtype)
         base = _TruncatedNormalBase(loc, scale, low, high)
         super().__init__(base, 1)
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the parameters."""
+        return self.base_dist.loc.device
+
+    @property
+    def loc(self) -> torch.Tensor:
+        """The location (after the ``tanh_loc`` scaling, when on)."""
+        return self.base_dist.loc
+
+    @property
+    def scale(self) -> torch.Tensor:
+        """The scale of the normal distribution before truncation."""
+        return self.base_dist.scale
 
     @property
     def min(self):
