@@ -2,6 +2,7 @@
 thread (:meth:`Evaluator.trigger_eval`, then :meth:`~Evaluator.poll` / :meth:`~Evaluator.wait`)."""
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 from typing import Any, Callable, Mapping
@@ -11,6 +12,7 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from torchrl._exploration import ExplorationType, set_exploration_type
+from torchrl.collectors._evaluator_process import ProcessEvaluation
 from torchrl.collectors._single import Collector
 from torchrl.collectors.weight_update import as_weights
 from torchrl.envs.common import EnvBase
@@ -18,6 +20,31 @@ from torchrl.envs.common import EnvBase
 __all__ = ["Evaluator"]
 
 _BUSY = ("skip", "error", "wait")
+
+
+class _Float(float):
+    """A result number: a Python float (as TorchRL returns) that also answers ``.item()`` (as its docs use)."""
+
+    def item(self) -> float:
+        return float(self)
+
+
+class _Int(int):
+    """A result count: a Python int that also answers ``.item()``."""
+
+    def item(self) -> int:
+        return int(self)
+
+
+def _call_factory(factory: Callable, env: EnvBase):
+    """``factory(env)`` when the factory takes an argument (TorchRL's ``(env) -> policy``), else ``factory()``."""
+    try:
+        inspect.signature(factory).bind(env)
+    except TypeError:
+        return factory()
+    except ValueError:  # no signature (some builtins): TorchRL's convention
+        pass
+    return factory(env)
 
 
 class _EpisodeTally:
@@ -53,7 +80,8 @@ class Evaluator:
             into it first).
 
     Keyword Args:
-        policy_factory: builds the policy instead of ``policy``.
+        policy_factory: builds the policy instead of ``policy``: called with the env (TorchRL's
+            ``(env) -> policy``), or without arguments if it takes none.
         num_trajectories: complete episodes per evaluation.
         max_steps: episodes are truncated after this many steps.
         frames_per_batch: frames the inner collector gathers per batch (default ``max_steps`` per env, or 1000).
@@ -67,15 +95,17 @@ class Evaluator:
         on_result: called with each result dict.
         busy_policy: what :meth:`trigger_eval` does while an evaluation runs: ``"skip"`` (return False),
             ``"error"`` (raise ``RuntimeError``) or ``"wait"`` (wait for it, then start).
-        backend: ``"thread"`` (background evaluations in a thread of this process).
+        backend: ``"thread"`` (background evaluations in a thread of this process) or ``"process"`` (in a
+            worker process, started on first use: the env, policy, ``metrics_fn`` and ``init_fn`` must pickle,
+            with cloudpickle; ``on_result`` runs here).
         init_fn: called once in the evaluation thread before the first evaluation.
 
-    Result keys: ``<prefix>/reward`` (mean episode return), ``<prefix>/reward_std``,
-    ``<prefix>/episode_length`` (mean), ``<prefix>/num_episodes``, ``<prefix>/step``, ``<prefix>/time``
-    (seconds), each a 0-d tensor, plus ``metrics_fn``'s entries.
+    Result keys: ``<prefix>/reward`` (mean episode return), ``<prefix>/reward_std``, ``<prefix>/num_episodes``,
+    ``<prefix>/episode_length`` (mean), ``<prefix>/fps`` (frames collected per second), ``<prefix>/step``:
+    Python numbers, as in TorchRL (they also answer ``.item()``), plus ``metrics_fn``'s entries.
 
     Raises:
-        ValueError: unsupported ``backend`` (``"process"``, ``"ray"``), weight-sync schemes or ``busy_policy``.
+        ValueError: unsupported ``backend`` (``"ray"``), weight-sync schemes or ``busy_policy``.
 
     Examples:
         >>> import torch
@@ -85,7 +115,7 @@ class Evaluator:
         >>> policy = TensorDictModule(torch.nn.Linear(3, 1), in_keys=["observation"], out_keys=["action"])
         >>> evaluator = Evaluator(PendulumEnv, policy, num_trajectories=2, max_steps=20)
         >>> result = evaluator.evaluate(step=0)
-        >>> result["eval/num_episodes"].item(), result["eval/episode_length"].item()
+        >>> result["eval/num_episodes"], result["eval/episode_length"]
         (2, 20.0)
         >>> evaluator.shutdown()
     """
@@ -116,8 +146,10 @@ class Evaluator:
         num_gpus: int = 1,
         ray_kwargs: dict | None = None,
     ) -> None:
-        if backend != "thread":
-            raise ValueError(f"Evaluator: backend={backend!r} is not supported by this implementation; use backend='thread'.")
+        if backend not in ("thread", "process"):
+            raise ValueError(
+                f"Evaluator: backend={backend!r} is not supported by this implementation; use 'thread' or 'process'."
+            )
         if weight_sync_schemes is not None:
             raise ValueError("Evaluator: weight-sync schemes are not supported; pass weights to evaluate()/trigger_eval().")
         if busy_policy not in _BUSY:
@@ -156,6 +188,8 @@ class Evaluator:
         self._init_done = False
         self.num_evals = 0
         self.last_result: dict | None = None
+        self.backend = backend
+        self._remote: ProcessEvaluation | None = None  # backend="process": the worker, started on first use
 
     # -- setup ------------------------------------------------------------------------------------------------
     def _ensure_collector(self) -> Collector:
@@ -165,7 +199,7 @@ class Evaluator:
             self.init_fn()
         self._init_done = True
         env = self._env_arg if isinstance(self._env_arg, EnvBase) else self._env_arg()
-        policy = self._policy_factory() if self._policy_factory is not None else self._policy
+        policy = _call_factory(self._policy_factory, env) if self._policy_factory is not None else self._policy
         steps = self.max_steps or 1000
         fpb = self.frames_per_batch or steps * env.batch_size.numel()
         kwargs = dict(frames_per_batch=fpb, total_frames=-1, exploration_type=self.exploration_type,
@@ -180,6 +214,25 @@ class Evaluator:
         """A detached copy of ``policy``'s parameters and buffers (safe to hand to another thread)."""
         return TensorDict.from_module(policy).data.clone()
 
+    def _ensure_remote(self) -> ProcessEvaluation:
+        if self._remote is None:
+            options = dict(num_trajectories=self.num_trajectories, max_steps=self.max_steps,
+                           frames_per_batch=self.frames_per_batch, collector_cls=self.collector_cls,
+                           collector_kwargs=self.collector_kwargs, log_prefix=self.log_prefix,
+                           reward_keys=self.reward_keys, done_keys=self.done_keys, device=self.device,
+                           exploration_type=self.exploration_type, metrics_fn=self.metrics_fn,
+                           dump_video=self.dump_video, init_fn=self.init_fn)
+            self._remote = ProcessEvaluation(_EvaluatorWorker, self._env_arg, self._policy, self._policy_factory, options)
+        return self._remote
+
+    def _finish(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Bookkeeping of a result computed in the worker process."""
+        self.num_evals += 1
+        self.last_result = result
+        if self.on_result is not None:
+            self.on_result(result)
+        return result
+
     # -- evaluation ------------------------------------------------------------------------------------------------
     def evaluate(self, weights=None, step: int | None = None, *, weights_dict: dict | None = None) -> dict[str, Any]:
         """Runs ``num_trajectories`` complete episodes (with ``weights`` copied into the policy first)."""
@@ -188,6 +241,9 @@ class Evaluator:
             if unknown:
                 raise KeyError(f"Evaluator: unknown model ids {unknown}; only 'policy' is evaluated.")
             weights = weights_dict.get("policy", weights)
+        if self.backend == "process":
+            weights = as_weights(weights)
+            return self._finish(self._ensure_remote().evaluate(weights, self.num_evals if step is None else step))
         with self._lock:
             return self._run(weights, step)
 
@@ -199,8 +255,10 @@ class Evaluator:
         start = time.perf_counter()
         tally = _EpisodeTally()
         kept: list[TensorDictBase] = []
+        frames = 0
         while len(tally.done) < self.num_trajectories:
             batch = collector.rollout()
+            frames += batch.numel()
             tally.add(batch.get(("collector", "traj_ids")), batch.get(self.reward_keys), batch.get(self.done_keys))
             if self.metrics_fn is not None:
                 kept.append(batch)
@@ -210,12 +268,12 @@ class Evaluator:
         lengths = torch.tensor([n for _, _, n in episodes], dtype=torch.float32)
         p = self.log_prefix
         result: dict[str, Any] = {
-            f"{p}/reward": returns.mean(),
-            f"{p}/reward_std": returns.std() if len(episodes) > 1 else torch.zeros(()),
-            f"{p}/episode_length": lengths.mean(),
-            f"{p}/num_episodes": torch.tensor(len(episodes)),
-            f"{p}/step": torch.tensor(self.num_evals if step is None else step),
-            f"{p}/time": torch.tensor(elapsed),
+            f"{p}/reward": _Float(returns.mean()),
+            f"{p}/reward_std": _Float(returns.std() if len(episodes) > 1 else 0.0),
+            f"{p}/num_episodes": _Int(len(episodes)),
+            f"{p}/episode_length": _Float(lengths.mean()),
+            f"{p}/fps": _Float(frames / max(elapsed, 1e-9)),
+            f"{p}/step": _Int(self.num_evals if step is None else step),
         }
         if self.metrics_fn is not None:
             data = torch.cat(kept, -1)
@@ -240,6 +298,8 @@ class Evaluator:
     @property
     def pending(self) -> bool:
         """Whether a background evaluation is running."""
+        if self._remote is not None:
+            return self._remote.in_flight and not self._remote.ready(0)
         return self._thread is not None and self._thread.is_alive()
 
     def trigger_eval(self, weights=None, step: int | None = None, *, weights_dict: dict | None = None) -> bool:
@@ -255,12 +315,18 @@ class Evaluator:
                 return False
             if self.busy_policy == "error":
                 raise RuntimeError("Evaluator.trigger_eval: an evaluation is already running (busy_policy='error').")
-            self._thread.join()
+            self.wait()
         if weights_dict is not None:
             weights = weights_dict.get("policy", weights)
         snapshot = as_weights(weights)
         snapshot = snapshot.clone() if snapshot is not None else None
         self._result, self._error = None, None
+        if self.backend == "process":
+            remote = self._ensure_remote()
+            if remote.in_flight:  # finished but not read: keep its result for poll()/wait()
+                self._result = self._finish(remote.receive())
+            remote.send(snapshot, self.num_evals if step is None else step)
+            return True
 
         def work() -> None:
             try:
@@ -280,8 +346,19 @@ class Evaluator:
         result, self._result = self._result, None
         return result
 
+    def _take_remote(self, timeout: float | None) -> dict[str, Any] | None:
+        remote = self._remote
+        if remote.in_flight:
+            if not remote.ready(timeout):
+                return None
+            return self._finish(remote.receive())
+        result, self._result = self._result, None
+        return result
+
     def poll(self, timeout: float = 0) -> dict[str, Any] | None:
         """The result of the background evaluation if it finished within ``timeout`` seconds, else ``None``."""
+        if self._remote is not None:
+            return self._take_remote(timeout)
         if self._thread is not None:
             self._thread.join(timeout)
             if self._thread.is_alive():
@@ -290,6 +367,8 @@ class Evaluator:
 
     def wait(self, timeout: float | None = None) -> dict[str, Any] | None:
         """Blocks until the background evaluation finishes (or ``timeout``); returns its result."""
+        if self._remote is not None:
+            return self._take_remote(timeout)
         if self._thread is not None:
             self._thread.join(timeout)
             if self._thread.is_alive():
@@ -298,7 +377,13 @@ class Evaluator:
 
     # -- lifetime and state -------------------------------------------------------------------------------------------
     def shutdown(self, timeout: float = 5.0) -> None:
-        """Waits for a running evaluation (up to ``timeout``), then releases the collector and its env."""
+        """Waits for a running evaluation (up to ``timeout``), then releases the collector and its env (or
+        stops the worker process)."""
+        if self._remote is not None:
+            if self._remote.in_flight:
+                self._remote.ready(timeout)
+            self._remote.shutdown()
+            self._remote = None
         if self._thread is not None:
             self._thread.join(timeout)
         if self._collector is not None:
@@ -313,3 +398,16 @@ class Evaluator:
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         self.num_evals = int(state_dict.get("num_evals", 0))
         self.last_result = state_dict.get("last_result")
+
+
+class _EvaluatorWorker:
+    """What ``Evaluator(backend="process")`` runs in its worker: a thread-backend evaluator."""
+
+    def __init__(self, env, policy, *, create_env_kwargs=None, worker_idx=None, **options) -> None:
+        self.evaluator = Evaluator(env, policy, backend="thread", **options)
+
+    def evaluate(self, weights, step: int | None) -> dict[str, Any]:
+        return self.evaluator.evaluate(weights, step)
+
+    def shutdown(self, raise_on_error: bool = True) -> None:
+        self.evaluator.shutdown()
