@@ -3,6 +3,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from torchrl.data import Composite, Unbounded
 from torchrl.envs import PendulumEnv, TransformedEnv, check_env_specs
 from torchrl.envs.transforms.squeeze import SqueezeTransform, UnsqueezeTransform
 from torchrl.envs.transforms import squeeze as squeeze_module
@@ -37,8 +38,9 @@ class TestUnsqueeze(TransformContract):
         t = UnsqueezeTransform(-1, in_keys=["o"], in_keys_inv=["a"])
         assert t(TensorDict(o=torch.zeros(3)))["o"].shape == (3, 1)
         assert t.inv(TensorDict(a=torch.zeros(2, 1)))["a"].shape == (2,)
-        with pytest.raises(RuntimeError, match="not a singleton"):
-            t.inv(TensorDict(a=torch.zeros(2, 2)))
+        # as torch.squeeze (and TorchRL): a dim that is not of size one is left as it is
+        assert t.inv(TensorDict(a=torch.zeros(2, 2)))["a"].shape == (2, 2)
+        assert t.inv(TensorDict(a=torch.zeros(4, 3), batch_size=[4]))["a"].shape == (4, 3)
 
     def test_positive_dim_counts_after_env_batch(self):
         env = TransformedEnv(PendulumEnv(seed=0, batch_size=[2]), UnsqueezeTransform(0, allow_positive_dim=True, in_keys=["observation"]))
@@ -52,13 +54,30 @@ class TestUnsqueeze(TransformContract):
         assert t.dim == -1
 
     def test_errors(self):
-        with pytest.raises(ValueError, match="allow_positive_dim"):
+        # TorchRL's exception types: RuntimeError for a non-negative dim, IndexError out of range,
+        # RuntimeError when the data's batch dims would change, ValueError when a spec's would.
+        with pytest.raises(RuntimeError, match="allow_positive_dim"):
             UnsqueezeTransform(1, in_keys=["o"])
+        with pytest.raises(RuntimeError, match="allow_positive_dim"):
+            UnsqueezeTransform(0, in_keys=["o"])
         with pytest.raises(ValueError, match="dim must be an int"):
             UnsqueezeTransform(in_keys=["o"])
         env = TransformedEnv(PendulumEnv(batch_size=[2]), UnsqueezeTransform(-3, in_keys=["observation"]))
-        with pytest.raises(ValueError, match="batch dims"):
+        with pytest.raises(ValueError, match="would change the 1 batch dims"):
             env.observation_spec
+        td = TensorDict({"x": torch.zeros(4, 3, 1)}, [4])
+        with pytest.raises(IndexError, match=r"dim -6 is out of range for an entry of shape \(4, 3, 1\)"):
+            UnsqueezeTransform(-6, in_keys=["x"])(td.clone())
+        with pytest.raises(RuntimeError, match="would change the tensordict's 1 batch dims"):
+            UnsqueezeTransform(-4, in_keys=["x"])(td.clone())
+        with pytest.raises(IndexError, match="out of range for a spec"):
+            UnsqueezeTransform(-3, in_keys=["x"]).transform_observation_spec(Composite(x=Unbounded((4,)), shape=(4,)))
+
+    def test_positive_dim_without_env_is_absolute(self):
+        t = UnsqueezeTransform(1, in_keys=["x"], allow_positive_dim=True)
+        assert t(TensorDict({"x": torch.zeros(4, 3)}, [4]))["x"].shape == (4, 1, 3)
+        spec = t.transform_observation_spec(Composite(x=Unbounded((4, 3)), shape=(4,)))
+        assert spec["x"].shape == (4, 1, 3)
 
 
 class TestSqueeze(TransformContract):
@@ -80,12 +99,28 @@ class TestSqueeze(TransformContract):
         assert td["y"].shape == (4, 3)
         torch.testing.assert_close(td["z"], x)
 
-    def test_errors(self):
+    def test_non_singleton_dim_is_left_unchanged(self):
+        # TorchRL (torch.squeeze semantics): squeezing a dim that is not of size one is a no-op
         env = TransformedEnv(PendulumEnv(), SqueezeTransform(-1, in_keys=["observation"]))
-        with pytest.raises(ValueError, match="not a singleton feature dim"):
-            env.observation_spec
-        with pytest.raises(RuntimeError, match="not a singleton"):
-            SqueezeTransform(-1, in_keys=["o"])(TensorDict(o=torch.zeros(3)))
+        assert env.observation_spec["observation"].shape == (3,)
+        assert env.rollout(2)["observation"].shape == (2, 3)
+        td = TensorDict({"x": torch.zeros(4, 3, 1), "y": torch.zeros(4, 1, 3)}, [4])
+        out = SqueezeTransform(-1, in_keys=["x", "y"])(td)
+        assert out["x"].shape == (4, 3) and out["y"].shape == (4, 1, 3)
+        spec = SqueezeTransform(-2, in_keys=["x", "y"]).transform_observation_spec(
+            Composite(x=Unbounded((4, 3, 1)), y=Unbounded((4, 1, 3)), shape=(4,))
+        )
+        assert spec["x"].shape == (4, 3, 1) and spec["y"].shape == (4, 3)
+
+    def test_errors(self):
+        with pytest.raises(RuntimeError, match="allow_positive_dim"):
+            SqueezeTransform(0, in_keys=["o"])
+        with pytest.raises(IndexError, match=r"dim -3 is out of range for an entry of shape \(4, 1\)"):
+            SqueezeTransform(-3, in_keys=["x"])(TensorDict({"x": torch.zeros(4, 1)}, [4]))
+        with pytest.raises(RuntimeError, match="would change the tensordict's 1 batch dims"):
+            SqueezeTransform(-1, in_keys=["x"])(TensorDict({"x": torch.zeros(1)}, [1]))
+        with pytest.raises(ValueError, match="would change the 1 batch dims of the Composite"):
+            SqueezeTransform(-1, in_keys=["x"]).transform_observation_spec(Composite(x=Unbounded((1,)), shape=(1,)))
         with pytest.raises(TypeError, match="only positional"):
             SqueezeTransform(-1, ["o"])
 

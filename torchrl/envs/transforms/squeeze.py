@@ -33,8 +33,14 @@ class UnsqueezeTransform(Transform):
 
     ``unsqueeze_dim`` is accepted as a deprecated name of ``dim``.
 
+    Entries follow ``torch.unsqueeze``/``torch.squeeze``: a dim out of range raises ``IndexError``, and
+    squeezing a dim that is not of size one leaves the entry unchanged (as TorchRL's transforms do).
+
     Raises:
-        ValueError: ``dim`` is missing, or positive without ``allow_positive_dim``.
+        ValueError: ``dim`` is missing.
+        RuntimeError: ``dim`` is not negative and ``allow_positive_dim`` is off; or (when called) the dim
+            would be added to or removed from the tensordict's batch dims.
+        IndexError: (when called) ``dim`` is out of range for an entry.
 
     Examples:
         >>> from torchrl.envs import PendulumEnv, TransformedEnv
@@ -46,6 +52,7 @@ class UnsqueezeTransform(Transform):
 
     invertible = True
     _name = "UnsqueezeTransform"
+    _td_batch_dims = 0  # batch dims of the tensordict being transformed (set by _call / _inv_call)
 
     def __init__(
         self,
@@ -65,7 +72,7 @@ class UnsqueezeTransform(Transform):
         if dim is None or not isinstance(dim, int):
             raise ValueError(f"{self._name}: dim must be an int, got {dim!r}.")
         if dim >= 0 and not allow_positive_dim:
-            raise ValueError(
+            raise RuntimeError(
                 f"{self._name}: dim={dim} is not negative. Negative dims count from the end and work for any batch "
                 f"size; pass allow_positive_dim=True to count feature dims after the env's batch dims instead."
             )
@@ -100,17 +107,34 @@ class UnsqueezeTransform(Transform):
         return dim if dim < 0 else dim + self._batch_dims()
 
     # -- the two directions (unsqueeze(d) and squeeze(d) undo each other for the same d) ---------------
+    def _position(self, dim: int, ndim: int, shape, what: str) -> int:
+        """``dim`` as a non-negative position among ``ndim`` dims (``IndexError`` when out of range)."""
+        if not -ndim <= dim < ndim:
+            raise IndexError(
+                f"{self._name}: dim {self._dim} is out of range for {what} of shape {tuple(shape)} (expected a dim "
+                f"in [{-ndim}, {ndim - 1}])."
+            )
+        return dim + ndim if dim < 0 else dim
+
+    def _batch_error(self, shape, action: str) -> RuntimeError:
+        return RuntimeError(
+            f"{self._name}: {action} dim {self._dim} of an entry with shape {tuple(shape)} would change the "
+            f"tensordict's {self._td_batch_dims} batch dims; use a dim among the entry's feature dims."
+        )
+
     def _grow(self, value: torch.Tensor) -> torch.Tensor:
-        return value.unsqueeze(self._data_dim())
+        pos = self._position(self._data_dim(), value.ndim + 1, value.shape, "an entry")
+        if pos < self._td_batch_dims:
+            raise self._batch_error(value.shape, "unsqueezing")
+        return value.unsqueeze(pos)
 
     def _shrink(self, value: torch.Tensor) -> torch.Tensor:
-        dim = self._data_dim()
-        if not -value.ndim <= dim < value.ndim or value.shape[dim] != 1:
-            raise RuntimeError(
-                f"{self._name}: cannot squeeze dim {dim} of an entry with shape {tuple(value.shape)}: it is not a "
-                f"singleton dim."
-            )
-        return value.squeeze(dim)
+        pos = self._position(self._data_dim(), value.ndim, value.shape, "an entry")
+        if value.shape[pos] != 1:
+            return value  # torch.squeeze semantics: a dim that is not of size one stays
+        if pos < self._td_batch_dims:
+            raise self._batch_error(value.shape, "squeezing")
+        return value.squeeze(pos)
 
     def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
         return self._grow(obs)
@@ -120,6 +144,7 @@ class UnsqueezeTransform(Transform):
 
     def _call(self, next_tensordict: TensorDictBase, tolerant: bool = False) -> TensorDictBase:
         strict = not (tolerant or self._missing_tolerance)
+        self._td_batch_dims = next_tensordict.batch_dims
         return map_keys(next_tensordict, key_pairs(self), self._apply_transform, strict=strict, owner=self._name)
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
@@ -131,34 +156,35 @@ class UnsqueezeTransform(Transform):
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         strict = not self._missing_tolerance
+        self._td_batch_dims = tensordict.batch_dims
         return map_keys(tensordict, key_pairs(self, inverse=True), self._inv_apply_transform, strict=strict, owner=self._name)
 
     # -- specs ---------------------------------------------------------------------------------------
-    def _spec_grow(self, leaf: TensorSpec) -> TensorSpec:
-        n = self._spec_batch_dims
+    def _spec_dim(self) -> int:
+        """``dim`` for a spec: positive dims count after the parent env's batch dims (none without parent)."""
         dim = self._dim
-        if dim < 0:
-            if -dim - 1 > len(leaf.shape) - n:
-                raise ValueError(
-                    f"{self._name}: dim {dim} would reach into the env's batch dims of a spec of shape "
-                    f"{tuple(leaf.shape)} (batch dims: {n})."
-                )
-            return leaf.unsqueeze(dim)
-        if dim > len(leaf.shape) - n:
-            raise ValueError(f"{self._name}: dim {dim} is out of range for a spec of shape {tuple(leaf.shape)}.")
-        return leaf.unsqueeze(dim + n)
+        return dim if dim < 0 else dim + self._batch_dims()
+
+    def _spec_batch_error(self, leaf: TensorSpec, action: str) -> ValueError:
+        return ValueError(
+            f"{self._name}: {action} dim {self._dim} of a spec of shape {tuple(leaf.shape)} would change the "
+            f"{self._spec_batch_dims} batch dims of the Composite holding it; use a feature dim."
+        )
+
+    def _spec_grow(self, leaf: TensorSpec) -> TensorSpec:
+        pos = self._position(self._spec_dim(), len(leaf.shape) + 1, leaf.shape, "a spec")
+        if pos < self._spec_batch_dims:
+            raise self._spec_batch_error(leaf, "unsqueezing")
+        return leaf.unsqueeze(pos)
 
     def _spec_shrink(self, leaf: TensorSpec) -> TensorSpec:
-        n = self._spec_batch_dims
-        dim = self._dim if self._dim < 0 else self._dim + n
-        d = dim + len(leaf.shape) if dim < 0 else dim
-        if not n <= d < len(leaf.shape) or leaf.shape[d] != 1:
-            raise ValueError(
-                f"{self._name}: cannot squeeze dim {self._dim} of a spec of shape {tuple(leaf.shape)} (env batch "
-                f"dims: {n}): it is not a singleton feature dim."
-            )
-        # indexing rather than leaf.squeeze(d): TensorSpec.squeeze fails when the result is 0-dim
-        return leaf[(slice(None),) * d + (0,)]
+        pos = self._position(self._spec_dim(), len(leaf.shape), leaf.shape, "a spec")
+        if leaf.shape[pos] != 1:
+            return leaf  # torch.squeeze semantics, as for the data
+        if pos < self._spec_batch_dims:
+            raise self._spec_batch_error(leaf, "squeezing")
+        # indexing rather than leaf.squeeze(pos): TensorSpec.squeeze fails when the result is 0-dim
+        return leaf[(slice(None),) * pos + (0,)]
 
     def _forward_spec(self, leaf: TensorSpec) -> TensorSpec:
         return self._spec_grow(leaf)
@@ -207,9 +233,13 @@ class SqueezeTransform(UnsqueezeTransform):
     The mirror image of :class:`UnsqueezeTransform`, with the same key and ``dim`` conventions
     (``squeeze_dim`` is accepted as a deprecated name of ``dim``).
 
+    As ``torch.squeeze``, a dim that is not of size one leaves the entry (and its spec) unchanged.
+
     Raises:
-        ValueError: ``dim`` is missing, positive without ``allow_positive_dim``, or (when specs are
-            transformed) not a singleton feature dim of an entry.
+        ValueError: ``dim`` is missing, or (when specs are transformed) the squeezed dim is a batch dim of
+            the Composite holding the entry.
+        RuntimeError: ``dim`` is positive without ``allow_positive_dim``.
+        IndexError: (when called) ``dim`` is out of range for an entry.
 
     Examples:
         >>> from torchrl.envs import PendulumEnv, TransformedEnv
