@@ -424,9 +424,10 @@ class TestSliceSampler:
         truncated = sample["next", "truncated"].reshape(10, 4)
         done = sample["next", "done"].reshape(10, 4)
         assert not truncated[:, :-1].any() and done[:, -1].all()
-        # a slice ending at its trajectory's last step is done but not truncated
-        at_end = sample["step"].reshape(10, 4)[:, -1] == torch.tensor([6, 2, 11, 4, 8])[sample["episode"].reshape(10, 4)[:, -1]]
-        assert torch.equal(truncated[:, -1], ~at_end)
+        # as in TorchRL: every slice end is truncated (also at its trajectory's real end); terminated is
+        # reported (all False here, nothing terminated is stored)
+        assert truncated[:, -1].all()
+        assert not sample["next", "terminated"].any()
 
     def test_circular_storage_splits_at_the_cursor(self):
         rb = TensorDictReplayBuffer(storage=LazyTensorStorage(10), sampler=SliceSampler(slice_len=3, traj_key="episode"))
@@ -448,13 +449,13 @@ class TestSliceSampler:
         rb = TensorDictReplayBuffer(storage=LazyTensorStorage(30), sampler=SliceSampler(num_slices=2))
         rb.extend(episodes([10, 10]))
         assert rb.sample(8).shape == torch.Size([8])
-        with pytest.raises(ValueError, match="batch_size=9 is not a multiple of num_slices=2"):
+        with pytest.raises(RuntimeError, match="batch_size=9 is not a multiple of num_slices=2"):
             rb.sample(9)
         strict = TensorDictReplayBuffer(storage=LazyTensorStorage(30), sampler=SliceSampler(slice_len=12))
         strict.extend(episodes([10, 10]))
         with pytest.raises(RuntimeError, match="no stored trajectory is at least 12 steps long"):
             strict.sample(24)
-        with pytest.raises(ValueError, match="exactly one of num_slices and slice_len"):
+        with pytest.raises(TypeError, match="exactly one of num_slices and slice_len"):
             SliceSampler(num_slices=2, slice_len=3)
 
     def test_short_trajectories_and_padding(self):
@@ -468,9 +469,9 @@ class TestSliceSampler:
             storage=LazyTensorStorage(30), sampler=SliceSampler(slice_len=5, strict_length=False, pad_output=True)
         )
         padded.extend(episodes([2, 2]))
-        sample = padded.sample(10)
-        assert sample.shape[0] == 10
-        assert sample["mask"].reshape(2, 5).tolist() == [[True, True, False, False, False]] * 2
+        sample, info = padded.sample(10, return_info=True)
+        assert sample.shape[0] == 10 and ("collector", "mask") not in sample.keys(True)
+        assert info[("collector", "mask")].reshape(2, 5).tolist() == [[True, True, False, False, False]] * 2
         assert (sample["step"].reshape(2, 5) == torch.tensor([0, 1, 1, 1, 1])).all()
 
     def test_span(self):
@@ -485,8 +486,7 @@ class TestSliceSampler:
             lengths |= set(torch.diff(positions, prepend=torch.tensor([-1])).tolist())
             assert sample.shape[0] == positions[-1] + 1
         assert min(lengths) == 1 and max(lengths) == 4  # slices overhanging a trajectory edge are cut short
-        with pytest.raises(ValueError, match="span requires strict_length=False"):
-            SliceSampler(slice_len=4, span=True)
+        assert SliceSampler(slice_len=4, span=True).strict_length is False  # span implies it, as in TorchRL
 
     def test_ndim_2_storage(self):
         # [time, env] layout: 2 envs, trajectories of length 4 in env 0, 2 in env 1
@@ -570,3 +570,132 @@ def test_slice_flags_keep_stored_episode_starts():
     starts = sample["obs"].long()
     expected = (starts % 5 == 0) | (torch.arange(10) == 0)
     assert sample["is_init"].squeeze(-1).tolist() == expected.tolist()
+
+
+class TestSliceSamplerArguments:
+    """TorchRL 0.14.1's argument combinations and their exception types."""
+
+    @staticmethod
+    def _data():
+        done = torch.zeros(20, 1, dtype=torch.bool)
+        done[[5, 9, 19]] = True
+        episode = torch.tensor([0] * 6 + [1] * 4 + [2] * 10)
+        return TensorDict({"episode": episode, "obs": torch.arange(20.0), "next": {"done": done}}, batch_size=[20])
+
+    @pytest.mark.parametrize(
+        "kwargs, error, match",
+        [
+            ({}, TypeError, "exactly one of num_slices and slice_len"),
+            ({"num_slices": 2, "slice_len": 2}, TypeError, "got num_slices=2 and slice_len=2"),
+            ({"num_slices": 2, "end_key": "a", "end_keys": ["b"]}, RuntimeError, "end_key and end_keys are exclusive"),
+            ({"num_slices": 2, "ends": torch.zeros(3, dtype=torch.bool), "trajectories": torch.zeros(3)}, RuntimeError,
+             "trajectories and ends are exclusive"),
+            ({"num_slices": 2, "ends": torch.zeros(3, dtype=torch.bool), "traj_key": "t", "cache_values": True},
+             RuntimeError, "ends= gives the trajectories directly"),
+            ({"num_slices": 2, "trajectories": torch.zeros(3), "end_key": "d", "cache_values": True}, RuntimeError,
+             "trajectories= gives the trajectories directly"),
+            ({"num_slices": 2, "ends": torch.zeros(3, dtype=torch.bool)}, RuntimeError, "requires cache_values=True"),
+            ({"num_slices": 2, "pad_output": True}, ValueError, "pad_output=True is incompatible with strict_length"),
+        ],
+    )
+    def test_wrong_combinations(self, kwargs, error, match):
+        with pytest.raises(error, match=match):
+            SliceSampler(**kwargs)
+
+    def test_without_replacement_takes_fixed_boundaries_without_cache_values(self):
+        ends = torch.zeros(20, dtype=torch.bool)
+        ends[[5, 9, 19]] = True
+        sampler = SliceSamplerWithoutReplacement(num_slices=2, ends=ends)
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(20), sampler=sampler, batch_size=8)
+        rb.extend(self._data())
+        assert rb.sample().shape == (8,)
+
+    def test_traj_key_wins_over_end_key(self):
+        data = self._data()
+        data["one"] = torch.zeros(20, dtype=torch.long)  # a single trajectory, whatever the done flags say
+        sampler = SliceSampler(slice_len=10, end_key=("next", "done"), traj_key="one")
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(20), sampler=sampler, batch_size=20)
+        rb.extend(data)
+        torch.manual_seed(0)
+        # TorchRL 0.14.1 draws these slices for seed 0 (they cross the stored done flags)
+        assert rb.sample()["obs"].int().tolist() == list(range(10)) + list(range(1, 11))
+
+    @pytest.mark.parametrize("kwargs", [{"end_key": ("next", "done")}, {"traj_key": "episode"},
+                                        {"ends": "ends", "cache_values": True},
+                                        {"trajectories": "episode", "cache_values": True}])
+    def test_boundary_sources_give_torchrl_slices(self, kwargs):
+        data = self._data()
+        kwargs = dict(kwargs)
+        if kwargs.get("ends") == "ends":
+            kwargs["ends"] = data["next", "done"].squeeze(-1)
+        if kwargs.get("trajectories") == "episode":
+            kwargs["trajectories"] = data["episode"]
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(20), sampler=SliceSampler(slice_len=4, **kwargs),
+                                    batch_size=12)
+        rb.extend(data)
+        torch.manual_seed(3)
+        sample = rb.sample()
+        # seeded slices and flags observed on TorchRL 0.14.1
+        assert sample["obs"].int().tolist() == [6, 7, 8, 9, 13, 14, 15, 16, 6, 7, 8, 9]
+        assert sample["next", "truncated"].flatten().int().tolist() == [0, 0, 0, 1] * 3
+        assert sample["next", "done"].flatten().int().tolist() == [0, 0, 0, 1] * 3
+        assert sample["next", "terminated"].flatten().int().tolist() == [0] * 12
+
+    def test_stored_terminations_survive(self):
+        data = self._data()
+        data["next", "terminated"] = data["next", "done"].clone()
+        data["next", "truncated"] = torch.zeros_like(data["next", "done"])
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(20), sampler=SliceSampler(slice_len=4), batch_size=12)
+        rb.extend(data)
+        torch.manual_seed(3)
+        sample = rb.sample()
+        assert sample["next", "terminated"].flatten().int().tolist() == [0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1]
+        assert sample["next", "truncated"].flatten().int().tolist() == [0, 0, 0, 1] * 3
+
+    def test_span_implies_loose_length_and_padding_mask(self):
+        data = self._data()
+        for strict in (True, False):
+            rb = TensorDictReplayBuffer(storage=LazyTensorStorage(20), batch_size=8,
+                                        sampler=SliceSampler(slice_len=4, span=(True, False), strict_length=strict))
+            rb.extend(data)
+            torch.manual_seed(1)
+            assert rb.sample()["obs"].int().tolist() == [6, 7, 14, 15, 16, 17]  # TorchRL 0.14.1, seed 1
+        sampler = SliceSampler(slice_len=8, pad_output=True, strict_length=False)
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(20), sampler=sampler, batch_size=16)
+        rb.extend(data)
+        torch.manual_seed(2)
+        sample, info = rb.sample(return_info=True)
+        assert sample["obs"].int().tolist() == [0, 1, 2, 3, 4, 5, 5, 5] * 2
+        assert info[("collector", "mask")].int().tolist() == [1, 1, 1, 1, 1, 1, 0, 0] * 2
+        assert sample["next", "done"].flatten().int().tolist() == [0, 0, 0, 0, 0, 1, 1, 1] * 2
+
+    def test_compile_cache_values_and_use_gpu_are_accepted(self):
+        data = self._data()
+        for kwargs in ({"compile": True}, {"compile": {"mode": "reduce-overhead"}}, {"cache_values": True},
+                       {"use_gpu": "cpu"}):
+            rb = TensorDictReplayBuffer(storage=LazyTensorStorage(20), batch_size=8,
+                                        sampler=SliceSampler(num_slices=2, **kwargs))
+            rb.extend(data)
+            torch.manual_seed(0)
+            assert rb.sample().shape == (8,)
+        if not torch.cuda.is_available():
+            rb = TensorDictReplayBuffer(storage=LazyTensorStorage(20), batch_size=8,
+                                        sampler=SliceSampler(num_slices=2, use_gpu=True))
+            rb.extend(data)
+            with pytest.warns(UserWarning, match="CUDA is not available"):
+                assert rb.sample().shape == (8,)
+
+    def test_prioritized_slice_sampler_positional_arguments(self):
+        sampler = PrioritizedSliceSampler(20, 0.7, 0.5, 1e-6, torch.float64, "mean", num_slices=2)
+        assert (sampler._max_capacity, sampler._alpha, sampler._beta, sampler._eps) == (20, 0.7, 0.5, 1e-6)
+        assert sampler.dtype is torch.float64
+        with pytest.raises(TypeError):
+            PrioritizedSliceSampler(20, 0.7, 0.5, num_slices=2, use_gpu=True)  # not a TorchRL argument
+        with pytest.raises(TypeError, match="exactly one of num_slices and slice_len"):
+            PrioritizedSliceSampler(20, 0.7, 0.5)
+
+    def test_repr(self):
+        assert repr(SliceSampler(num_slices=3)) == (
+            "SliceSampler(num_slices=3, slice_len=None, end_key=('next', 'done'), end_keys=None, traj_key=None, "
+            "truncated_key=('next', 'truncated'), strict_length=True, pad_output=False)"
+        )

@@ -96,10 +96,16 @@ def flat_element_index(storage, rows: torch.Tensor) -> torch.Tensor:
     return (rows.unsqueeze(-1) * inner + torch.arange(inner)).reshape(-1)
 
 
+_MERGED_FLAGS = ("is_init", "terminated")
+_INFO_ONLY = (("collector", "mask"),)  # reported by sample(return_info=True) only, as in TorchRL
+
+
 def info_into_data(data: TensorDictBase, info: dict) -> TensorDictBase:
     """Writes the per-sample info (index, weights, slice flags) into the sampled tensordict."""
     batch = data.batch_size
     for key, value in info.items():
+        if key in _INFO_ONLY:
+            continue
         if key == "index" and isinstance(value, tuple):
             value = torch.stack(value, -1)
         if not isinstance(value, torch.Tensor):
@@ -111,12 +117,12 @@ def info_into_data(data: TensorDictBase, info: dict) -> TensorDictBase:
                 )
             else:
                 continue
-        if value.dtype is torch.bool and (key if isinstance(key, str) else key[-1]) == "is_init":
-            # slice starts add to the stored episode starts: real starts inside a slice must survive
-            # (recurrent modules reset their state on them)
+        if value.dtype is torch.bool and (key if isinstance(key, str) else key[-1]) in _MERGED_FLAGS:
+            # slice flags add to the stored ones: real episode starts inside a slice must survive (recurrent
+            # modules reset their state on them), and so must stored terminations
             stored = data.get(key, None)
-            if isinstance(stored, torch.Tensor) and stored.dtype is torch.bool and stored.shape == value.shape:
-                value = stored | value
+            if isinstance(stored, torch.Tensor) and stored.dtype is torch.bool and stored.numel() == value.numel():
+                value = stored | value.reshape(stored.shape)
         data.set(key, value)
     return data
 

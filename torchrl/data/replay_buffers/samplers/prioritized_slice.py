@@ -23,10 +23,12 @@ class PrioritizedSliceSampler(SliceSampler, PrioritizedSampler):
     importance weight of the start step is reported for every step of the slice (``"priority_weight"``).
     Priorities are updated per step with :meth:`update_priority`.
 
-    Keyword Args:
+    Args:
         max_capacity (int): the capacity of the storage.
-        alpha (float), beta (float), eps (float), dtype, reduction, max_priority_within_buffer: as
-            :class:`PrioritizedSampler`.
+        alpha (float), beta (float), eps (float), dtype, reduction: as :class:`PrioritizedSampler`.
+
+    Keyword Args:
+        max_priority_within_buffer (bool, optional): as :class:`PrioritizedSampler`.
         other keyword arguments: as :class:`SliceSampler`.
 
     Examples:
@@ -47,13 +49,13 @@ class PrioritizedSliceSampler(SliceSampler, PrioritizedSampler):
 
     def __init__(
         self,
-        *,
         max_capacity: int,
         alpha: float,
         beta: float,
         eps: float = 1e-8,
         dtype: torch.dtype = torch.float,
         reduction: str = "max",
+        *,
         max_priority_within_buffer: bool = False,
         num_slices: int | None = None,
         slice_len: int | None = None,
@@ -68,7 +70,6 @@ class PrioritizedSliceSampler(SliceSampler, PrioritizedSampler):
         span: bool | int | tuple = False,
         pad_output: bool = False,
         compile: bool | dict = False,
-        use_gpu: bool | torch.device = False,
     ):
         SliceSampler.__init__(
             self,
@@ -85,7 +86,6 @@ class PrioritizedSliceSampler(SliceSampler, PrioritizedSampler):
             span=span,
             pad_output=pad_output,
             compile=compile,
-            use_gpu=use_gpu,
         )
         PrioritizedSampler.__init__(
             self,

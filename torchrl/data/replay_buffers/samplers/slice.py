@@ -5,6 +5,7 @@ from typing import Any
 
 import torch
 
+from torchrl._deprecation import warn_once
 from torchrl.data.replay_buffers._utils import _replace_last, unravel_index
 from torchrl.data.replay_buffers.samplers._trajectories import (
     TrajectoryTable,
@@ -16,6 +17,7 @@ from torchrl.data.replay_buffers.samplers.base import Sampler, empty_storage_err
 from torchrl.data.replay_buffers.samplers.without_replacement import SamplerWithoutReplacement
 
 _DEFAULT_END_KEY = ("next", "done")
+_MASK_KEY = ("collector", "mask")
 _DEFAULT_TRAJ_KEYS = ("episode", ("collector", "traj_ids"))
 
 
@@ -38,29 +40,36 @@ class SliceSampler(Sampler):
 
     A batch of ``batch_size`` elements is ``num_slices`` slices of ``batch_size // num_slices`` steps (or
     ``batch_size // slice_len`` slices of ``slice_len`` steps). Trajectories are drawn uniformly, then a
-    start uniformly within the trajectory. The returned info marks the last step of every slice as
-    truncated (``truncated_key``) and done, so value estimators never bootstrap across slices.
+    start uniformly within the trajectory. As in TorchRL, the returned info marks the last step of every
+    slice as truncated (``truncated_key``) and done, and reports a ``terminated`` entry next to them that
+    keeps the stored terminations, so value estimators never bootstrap across slices.
 
     Keyword Args:
-        num_slices (int): slices per batch. Exclusive with ``slice_len``.
-        slice_len (int): steps per slice. Exclusive with ``num_slices``.
+        num_slices (int): slices per batch. Exactly one of ``num_slices`` and ``slice_len`` (``TypeError``).
+        slice_len (int): steps per slice.
         end_key (NestedKey, optional): the stored end-of-trajectory flag. Defaults to ``("next", "done")``.
         end_keys (list of NestedKey, optional): several end flags, OR-ed. Exclusive with ``end_key``.
-        traj_key (NestedKey, optional): the stored trajectory ids (used instead of an end flag).
-        ends (Tensor, optional): fixed end flags (for static datasets).
-        trajectories (Tensor, optional): fixed trajectory ids (for static datasets).
-        cache_values (bool, optional): accepted for compatibility; boundaries are always cached until
-            the next write. Defaults to ``False``.
+        traj_key (NestedKey, optional): the stored trajectory ids; used instead of ``end_key``/``end_keys``
+            when both are given.
+        ends (Tensor, optional): fixed end flags (for static datasets); requires ``cache_values=True``.
+            ``ends``, ``trajectories`` and the keys above are exclusive (``RuntimeError``).
+        trajectories (Tensor, optional): fixed trajectory ids (for static datasets); requires
+            ``cache_values=True``.
+        cache_values (bool, optional): boundaries are always cached until the next write; required with
+            ``ends``/``trajectories``. Defaults to ``False``.
         truncated_key (NestedKey, optional): where to report slice ends; ``None`` reports nothing. The
-            matching ``"done"`` key is reported too. Defaults to ``("next", "truncated")``.
+            matching ``"done"`` and ``"terminated"`` keys are reported too. Defaults to
+            ``("next", "truncated")``.
         strict_length (bool, optional): only sample trajectories at least as long as a slice. With
             ``False``, shorter trajectories give shorter slices (the batch is smaller than requested
             unless ``pad_output=True``). Defaults to ``True``.
         span (bool, int or pair, optional): let slices overhang the trajectory start/end (left, right):
-            ``True`` keeps at least one step, ``i`` keeps at least ``slice_len - i`` steps. Requires
+            ``True`` keeps at least one step, ``i`` keeps at least ``slice_len - i`` steps. Implies
             ``strict_length=False``. Defaults to ``False``.
         pad_output (bool, optional): with ``strict_length=False``, pad short slices to full length by
-            repeating their last step, and report real steps in ``info["mask"]``. Defaults to ``False``.
+            repeating their last step, and report real steps in ``info[("collector", "mask")]`` (in the
+            info only, as in TorchRL: ``sample(return_info=True)``); ``ValueError`` with
+            ``strict_length=True``. Defaults to ``False``.
         compile (bool, optional): accepted for compatibility (no compiled path). Defaults to ``False``.
         use_gpu (bool or device, optional): compute boundaries on this device. Defaults to ``False``.
         replacement (bool, optional): ``False`` returns a :class:`SliceSamplerWithoutReplacement`.
@@ -81,6 +90,8 @@ class SliceSampler(Sampler):
         >>> [set(x.tolist()) for x in sample["episode"].split(5)] in ([{0}, {1}], [{1}, {0}], [{0}, {0}], [{1}, {1}])
         True
     """
+
+    _fixed_needs_cache = True  # ends=/trajectories= need cache_values=True (not for the without-replacement one)
 
     def __new__(cls, *args, replacement: bool = True, **kwargs):
         if not replacement and cls is SliceSampler:
@@ -107,24 +118,42 @@ class SliceSampler(Sampler):
         replacement: bool = True,
         init_key="is_init",
     ):
+        name = type(self).__name__
         if (num_slices is None) == (slice_len is None):
-            raise ValueError("SliceSampler: pass exactly one of num_slices and slice_len.")
+            raise TypeError(
+                f"{name}: pass exactly one of num_slices and slice_len (a batch is num_slices slices, or slices of "
+                f"slice_len steps); got num_slices={num_slices} and slice_len={slice_len}."
+            )
         if end_key is not None and end_keys is not None:
-            raise ValueError("SliceSampler: end_key and end_keys are exclusive.")
-        given = [x is not None for x in (end_key or end_keys, traj_key, ends, trajectories)]
-        if sum(given) > 1:
-            raise ValueError("SliceSampler: pass at most one of end_key/end_keys, traj_key, ends and trajectories.")
+            raise RuntimeError(
+                f"{name}: end_key and end_keys are exclusive: pass one boundary key as end_key, or several keys "
+                "to be OR-ed as end_keys."
+            )
+        if ends is not None and trajectories is not None:
+            raise RuntimeError(f"{name}: trajectories and ends are exclusive arguments; pass one of them.")
+        fixed = "ends" if ends is not None else "trajectories" if trajectories is not None else None
+        if fixed is not None and (end_key is not None or end_keys is not None or traj_key is not None):
+            raise RuntimeError(
+                f"{name}: {fixed}= gives the trajectories directly, so it is exclusive with end_key, end_keys and "
+                "traj_key (which read them from the stored data)."
+            )
+        if fixed is not None and self._fixed_needs_cache and not cache_values:
+            raise RuntimeError(f"{name}: {fixed}= requires cache_values=True (the boundaries are given once).")
+        if pad_output and strict_length:
+            raise ValueError(
+                f"{name}: pad_output=True is incompatible with strict_length=True: padding only happens when short "
+                "trajectories are kept, which requires strict_length=False."
+            )
         self.num_slices = num_slices
         self.slice_len = slice_len
         self.end_keys = list(end_keys) if end_keys is not None else ([end_key] if end_key is not None else None)
-        self.traj_key = traj_key
+        self.traj_key = traj_key  # takes precedence over end_key/end_keys when both are given, as in TorchRL
         self._fixed = (ends, trajectories)
         self.cache_values = cache_values
         self.truncated_key = truncated_key
-        self.strict_length = strict_length
         self.span = _span_pair(span, slice_len)
-        if any(self.span) and strict_length:
-            raise ValueError("SliceSampler: span requires strict_length=False (spanning slices can be shorter).")
+        # spanning slices can be shorter than requested: span implies strict_length=False, as in TorchRL
+        self.strict_length = strict_length and not any(self.span)
         self.pad_output = pad_output
         self.init_key = init_key
         self.compile = compile
@@ -134,17 +163,24 @@ class SliceSampler(Sampler):
 
     # ------------------------------------------------------------------ trajectory table
     def _device(self) -> torch.device | None:
+        """Where boundaries and slices are computed (``None``: with the storage's tensors)."""
         if self.use_gpu is True:
+            if not torch.cuda.is_available():
+                warn_once(
+                    f"{type(self).__name__}(use_gpu=True): CUDA is not available; slices are computed on the CPU.",
+                    category=UserWarning,
+                )
+                return None
             return torch.device("cuda")
         if self.use_gpu:
             return torch.device(self.use_gpu)
         return None
 
     def _resolve_keys(self, storage) -> tuple[str, list]:
-        if self.end_keys is not None:
-            return "end", self.end_keys
         if self.traj_key is not None:
             return "traj", [self.traj_key]
+        if self.end_keys is not None:
+            return "end", self.end_keys
         content = getattr(storage, "_storage", None)
         keys = set(content.keys(True, True)) if content is not None and hasattr(content, "keys") else set()
         if _DEFAULT_END_KEY in keys:
@@ -189,12 +225,12 @@ class SliceSampler(Sampler):
     def _geometry(self, batch_size: int) -> tuple[int, int]:
         if self.slice_len is not None:
             if batch_size % self.slice_len:
-                raise ValueError(
+                raise RuntimeError(
                     f"{type(self).__name__}: batch_size={batch_size} is not a multiple of slice_len={self.slice_len}."
                 )
             return batch_size // self.slice_len, self.slice_len
         if batch_size % self.num_slices:
-            raise ValueError(
+            raise RuntimeError(
                 f"{type(self).__name__}: batch_size={batch_size} is not a multiple of num_slices={self.num_slices}."
             )
         return self.num_slices, batch_size // self.num_slices
@@ -247,7 +283,13 @@ class SliceSampler(Sampler):
             raise RuntimeError(f"{type(self).__name__}: no slice could be drawn.")
         length = table.length[traj]
         offset = self._choose_offsets(length, seq_len)
-        return self._slices(table, traj, length, offset, seq_len, extra={})
+        index, info = self._slices(table, traj, length, offset, seq_len, extra={})
+        if self._device() is not None:  # computed on use_gpu's device: index the storage where it lives
+            device = getattr(storage, "device", None)
+            device = torch.device("cpu") if device in (None, "auto") else device
+            index = tuple(i.to(device) for i in index) if isinstance(index, tuple) else index.to(device)
+            info = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in info.items()}
+        return index, info
 
     def _exact_slices(self, table, traj, offset, seq_len: int, extra: dict) -> tuple[Any, dict]:
         """``_slices`` for full-length slices of a 1-d storage (the common case), with fewer operations."""
@@ -272,11 +314,22 @@ class SliceSampler(Sampler):
                 info[name] = value.reshape(-1, *value.shape[2:])
         if self.truncated_key is not None:
             stored_end = table.stored_end.reshape(-1).index_select(0, time)
-            info[self.truncated_key] = (is_last & ~stored_end).unsqueeze(-1)
-            info[_replace_last(self.truncated_key, "done")] = (is_last | stored_end).unsqueeze(-1)
+            self._flags(info, is_last, stored_end)
         if self.init_key is not None:
             info[self.init_key] = is_first
         return time, info
+
+    def _flags(self, info: dict, is_last: torch.Tensor, stored_end: torch.Tensor) -> None:
+        """The end flags of the sampled steps, as TorchRL reports them.
+
+        ``truncated`` marks the last step of every slice; ``terminated`` is all False (it is OR-ed with the
+        stored entry when there is one, so stored terminations survive); ``done`` is their union with the
+        stored trajectory ends.
+        """
+        last = is_last.unsqueeze(-1)
+        info[self.truncated_key] = last
+        info[_replace_last(self.truncated_key, "terminated")] = torch.zeros_like(last)
+        info[_replace_last(self.truncated_key, "done")] = (is_last | stored_end).unsqueeze(-1)
 
     def _slices(self, table, traj, length, offset, seq_len: int, extra: dict) -> tuple[Any, dict]:
         if self.strict_length and not any(self.span) and not table.inner_shape:
@@ -291,7 +344,7 @@ class SliceSampler(Sampler):
             keep = (rel >= 0) & (rel < length.unsqueeze(-1))
             if self.pad_output:
                 rel = torch.minimum(torch.maximum(rel, torch.zeros_like(rel)), (length - 1).unsqueeze(-1))
-                info["mask"] = keep.reshape(-1)
+                info[_MASK_KEY] = keep.reshape(-1)
         time = table.start[traj].unsqueeze(-1) + rel
         if table.wrap:
             time = time % table.rows
@@ -318,9 +371,7 @@ class SliceSampler(Sampler):
                 if isinstance(value, torch.Tensor) and value.ndim >= 2 and value.shape[:2] == rel.shape:
                     info[name] = value.reshape(-1, *value.shape[2:])
         if self.truncated_key is not None:
-            stored_end = table.stored_end[time, column]
-            info[self.truncated_key] = (is_last & ~stored_end).unsqueeze(-1)
-            info[_replace_last(self.truncated_key, "done")] = (is_last | stored_end).unsqueeze(-1)
+            self._flags(info, is_last, table.stored_end[time, column])
         if self.init_key is not None:
             info[self.init_key] = is_first.unsqueeze(-1)
         if table.inner_shape:
@@ -364,8 +415,13 @@ class SliceSampler(Sampler):
         return state
 
     def __repr__(self) -> str:
-        size = f"num_slices={self.num_slices}" if self.num_slices is not None else f"slice_len={self.slice_len}"
-        return f"{type(self).__name__}({size}, strict_length={self.strict_length})"
+        end_key = self.end_keys[0] if self.end_keys is not None and len(self.end_keys) == 1 else _DEFAULT_END_KEY
+        end_keys = self.end_keys if self.end_keys is not None and len(self.end_keys) > 1 else None
+        return (
+            f"{type(self).__name__}(num_slices={self.num_slices}, slice_len={self.slice_len}, end_key={end_key}, "
+            f"end_keys={end_keys}, traj_key={self.traj_key}, truncated_key={self.truncated_key}, "
+            f"strict_length={self.strict_length}, pad_output={self.pad_output})"
+        )
 
 
 
@@ -434,6 +490,8 @@ class SliceSamplerWithoutReplacement(SliceSampler, SamplerWithoutReplacement):
             use_gpu=use_gpu,
         )
         SamplerWithoutReplacement.__init__(self, drop_last=drop_last, shuffle=shuffle)
+
+    _fixed_needs_cache = False
 
     def add(self, index: torch.Tensor) -> None:
         SliceSampler.add(self, index)
