@@ -291,9 +291,36 @@ class TestGenerate:
     def test_names(self):
         spec = env_spec((3,))
         spec.refine_names("env")
-        assert spec.names == ["env"] and spec.rand((2,)).names == [None, "env"]
+        assert spec.names == ["env"] and spec.rand().names == ["env"]
+        # as in TorchRL: names are not padded for a larger generated batch (expand the spec first)
+        with pytest.raises(ValueError, match=r"dim names \['env'\] do not match the 2 batch dims"):
+            spec.rand((2,))
+        assert spec.expand(2, 3).names == [None, "env"] and spec.expand(2, 3).rand().names == [None, "env"]
         with pytest.raises(ValueError, match="2 names for 1 dims"):
             spec.refine_names("a", "b")
+        with pytest.raises(RuntimeError, match=r"cannot coerce Composite names \['env'\] with \('u',\)"):
+            spec.refine_names("u")
+
+    def test_names_and_dtype_keywords(self):
+        # TorchRL 0.14.1: names= is an option (not an entry), dtype= is refused as an entry name
+        spec = Composite(a=Unbounded((3, 2)), shape=(3,), names=["time"])
+        assert list(spec.keys()) == ["a"] and spec.names == ["time"] and spec.zero().names == ["time"]
+        assert spec.clone().names == ["time"] and spec.unsqueeze(0).names == [None, "time"]
+        assert spec.unsqueeze(-1).names == ["time", None] and spec.unsqueeze(-1).squeeze(-1).names == ["time"]
+        assert spec[0].names == [] and Composite(shape=(3,), names="t").names == ["t"]
+        assert Composite(shape=(3, 2), names=["b", None]).rand().names == ["b", None]
+        assert Composite(a=Unbounded((3, 2)), shape=(3,), names=None).names == [None]
+        for reserved in ("dtype", "shape", "device", "space"):
+            empty = Composite(shape=())
+            with pytest.raises(AttributeError, match=rf"Composite\[{reserved}\] cannot be set"):
+                empty[reserved] = Unbounded(1)
+        with pytest.raises(AttributeError, match=r"Composite\[dtype\] cannot be set"):
+            Composite(a=Unbounded((3, 2)), shape=(3,), dtype=torch.float64)
+        # an entry that is not a spec: TorchRL raises AttributeError; ours is also a TypeError
+        with pytest.raises(AttributeError, match="key 'lock' must be a TensorSpec, got bool"):
+            Composite(shape=(3,), lock=True)
+        with pytest.raises(TypeError, match="must be a TensorSpec"):
+            Composite(a=3)
 
     def test_non_tensor_entry(self):
         spec = Composite(text=NonTensor(shape=(), example_data="hi"), obs=Unbounded(1))

@@ -31,6 +31,13 @@ from torchrl.data.tensor_specs._views import (
 
 __all__ = ["Composite"]
 
+#: Attributes of a Composite that cannot be entry names (TorchRL raises AttributeError for them).
+_RESERVED_KEYS = frozenset({"shape", "device", "dtype", "space"})
+
+
+class _NotASpecError(TypeError, AttributeError):
+    """An entry that is not a spec: TorchRL raises AttributeError, the natural type is TypeError."""
+
 
 def _default_is_leaf(cls: type) -> bool:
     return not issubclass(cls, Composite)
@@ -60,11 +67,17 @@ class Composite(TensorSpec):
         device (torch.device, optional): the device of all entries. Defaults to ``None`` (any).
         data_cls (type, optional): a TensorDict class for the generated data. Defaults to ``None``.
         step_mdp_static (bool, optional): whether the entry is static under ``step_mdp``.
-        **kwargs: entries, by key.
+        names (list of str, optional): names of the Composite's dims, given to the TensorDicts it
+            generates (a single string names a 1-dim Composite). Defaults to ``None`` (unnamed).
+        **kwargs: entries, by key. ``shape``, ``device``, ``dtype`` and ``space`` are attributes of a
+            Composite and cannot be entry names.
 
     Raises:
         ValueError: when an entry's shape does not start with the Composite's shape.
         RuntimeError: when an entry is on another device than the Composite's.
+        AttributeError: for an entry named ``shape``, ``device``, ``dtype`` or ``space`` (so
+            ``Composite(..., dtype=...)`` raises, as in TorchRL), or an entry that is not a spec (the
+            error is also a ``TypeError``).
 
     Examples:
         >>> from torchrl.data import Bounded, Composite, Unbounded
@@ -86,6 +99,7 @@ class Composite(TensorSpec):
         device: DEVICE_TYPING | None = None,
         data_cls: type | None = None,
         step_mdp_static: bool = False,
+        names: Sequence[str | None] | str | None = None,
         **kwargs: Any,
     ) -> None:
         batch_size = kwargs.pop("batch_size", None)
@@ -97,7 +111,7 @@ class Composite(TensorSpec):
         self._device = _device(device)
         self._specs: dict[str, TensorSpec | None] = {}
         self._locked = False
-        self._names: list[str | None] | None = None
+        self._names: list[str | None] | None = None if names is None else ([names] if isinstance(names, str) else list(names))
         self.data_cls = data_cls
         self.step_mdp_static = step_mdp_static
         self.space = None
@@ -197,6 +211,14 @@ class Composite(TensorSpec):
             names = tuple(names[0])
         if len(names) != self.ndim:
             raise ValueError(f"Composite.refine_names: got {len(names)} names for {self.ndim} dims.")
+        if self._names is not None:
+            for old, new in zip(self._names, names):
+                if old is not None and new is not None and old != new:
+                    raise RuntimeError(
+                        f"refine_names: cannot coerce Composite names {self._names} with {tuple(names)}: a named dim "
+                        "keeps its name."
+                    )
+            names = [new if new is not None else old for old, new in zip(self._names, names)]
         self._names = list(names)
         return self
 
@@ -302,11 +324,18 @@ class Composite(TensorSpec):
 
     def _set_entry(self, full: tuple[str, ...], value: Any) -> None:
         self._check_unlocked(_public(full), "set")
+        if full[-1] in _RESERVED_KEYS:
+            raise AttributeError(
+                f"Composite[{full[-1]}] cannot be set: {full[-1]!r} is an attribute of Composite, not an entry name "
+                f"(key {_key_str(_public(full))}). Rename the entry; to name dims pass names=[...]."
+            )
         if isinstance(value, dict):
             value = Composite(value, shape=self._shape, device=self._device)
         if value is not None:
             if not isinstance(value, TensorSpec):
-                raise TypeError(f"Composite: key {_key_str(_public(full))} must be a TensorSpec, got {type(value).__name__}.")
+                raise _NotASpecError(
+                    f"Composite: key {_key_str(_public(full))} must be a TensorSpec, got {type(value).__name__}."
+                )
             if not _starts_with(value.shape, self._shape):
                 raise ValueError(
                     f"Composite: key {_key_str(_public(full))} has shape {value.shape}, which does not start with "
@@ -481,9 +510,12 @@ class Composite(TensorSpec):
     # ------------------------------------------------------------------ data generation (hot path)
     def _build(self, source: dict, shape: Any) -> TensorDictBase:
         batch = self._shape if not shape else torch.Size((*((shape,) if isinstance(shape, int) else shape), *self._shape))
-        names = None
-        if self._names is not None:
-            names = [None] * (len(batch) - len(self._names)) + list(self._names)
+        names = self._names
+        if names is not None and len(names) != len(batch):
+            raise ValueError(
+                f"Composite: the dim names {names} do not match the {len(batch)} batch dims {tuple(batch)} of the "
+                "TensorDict to generate; generate with the Composite's own shape, or expand it first."
+            )
         td = TensorDict._new_unsafe(source, batch_size=batch, device=self._device, names=names)
         if self.data_cls is not None:
             return self.data_cls.from_tensordict(td)
@@ -643,7 +675,10 @@ class Composite(TensorSpec):
                 raise ValueError(f"Composite.expand: shape {new} is not compatible with the Composite's shape {old}.")
         nd = len(old)
         specs = {k: (v.expand(*new, *v.shape[nd:]) if v is not None else None) for k, v in self._specs.items()}
-        return self._like(specs, new)
+        out = self._like(specs, new)
+        if self._names is not None:
+            out._names = [None] * off + list(self._names)
+        return out
 
     def squeeze(self, dim: int | None = None) -> Composite:
         if dim is None:
@@ -656,14 +691,20 @@ class Composite(TensorSpec):
         if self._shape[d] != 1:
             return self
         shape = torch.Size((*self._shape[:d], *self._shape[d + 1 :]))
-        return self._like({k: (v.squeeze(d) if v is not None else None) for k, v in self._specs.items()}, shape)
+        out = self._like({k: (v.squeeze(d) if v is not None else None) for k, v in self._specs.items()}, shape)
+        if self._names is not None and len(self._names) == self.ndim:
+            out._names = self._names[:d] + self._names[d + 1 :]
+        return out
 
     def unsqueeze(self, dim: int) -> Composite:
         d = dim if dim >= 0 else dim + self.ndim + 1
         if not 0 <= d <= self.ndim:
             raise ValueError(f"Composite.unsqueeze: dim {dim} is out of range for shape {self._shape}.")
         shape = torch.Size((*self._shape[:d], 1, *self._shape[d:]))
-        return self._like({k: (v.unsqueeze(d) if v is not None else None) for k, v in self._specs.items()}, shape)
+        out = self._like({k: (v.unsqueeze(d) if v is not None else None) for k, v in self._specs.items()}, shape)
+        if self._names is not None and len(self._names) == self.ndim:
+            out._names = self._names[:d] + [None] + self._names[d:]
+        return out
 
     def reshape(self, *shape) -> Composite:
         new = list(_shape_args(shape))
