@@ -238,6 +238,50 @@ class LossContract:
         for name in self.loss_terms:
             torch.testing.assert_close(a[name], b[name], msg=name)
 
+    # ------------------------------------------------------------------ lazy networks
+    # Losses accept networks with lazy layers (``nn.LazyLinear``, ``MLP`` without ``in_features``): an optimizer
+    # built on ``loss.parameters()`` before the first call trains them, target updaters attached before it
+    # work, and the first call initialises them (TorchRL's getting-started DQN builds its loss that way).
+    def make_lazy_loss(self, monkeypatch, build=None, **kwargs):
+        """``make_loss`` (or ``build``) with every ``nn.Linear`` of the networks it registers made a
+        ``nn.LazyLinear``."""
+        from torchrl.objectives import LossModule
+
+        register = LossModule.convert_to_functional
+
+        def lazy_register(loss, module, name, *args, **kw):
+            for net in module if isinstance(module, (list, tuple, torch.nn.ModuleList)) else [module]:
+                _lazify(net)
+            return register(loss, module, name, *args, **kw)
+
+        monkeypatch.setattr(LossModule, "convert_to_functional", lazy_register)
+        try:
+            return (build or self.make_loss)(**kwargs)
+        finally:
+            monkeypatch.undo()
+
+    def test_lazy_networks_initialised_on_first_call(self, monkeypatch):
+        from torch.nn.parameter import UninitializedParameter
+
+        loss = self.make_lazy_loss(monkeypatch)
+        assert any(isinstance(p, UninitializedParameter) for p in loss.parameters())
+        opt = torch.optim.SGD(loss.parameters(), lr=0.1)
+        updater = SoftUpdate(loss, tau=0.5) if loss._target_pairs() else None
+        td = self.make_batch()
+        terms = _terms(self.run(loss, td.clone()))
+        assert sorted(terms) == sorted(self.loss_terms) and all(torch.isfinite(v) for v in terms.values())
+        assert not any(isinstance(p, UninitializedParameter) for p in loss.parameters())
+        before = [p.detach().clone() for p in loss.parameters()]
+        sum(terms.values()).backward()
+        opt.step()
+        assert any(not torch.equal(b, p) for b, p in zip(before, loss.parameters()))
+        if updater is not None:
+            updater.step()
+            for _, src, tgt in loss._target_pairs():
+                assert src.keys(True, True) and set(tgt.keys(True, True)) == set(src.keys(True, True))
+        again = _terms(self.run(loss, td.clone()))
+        assert any(not torch.allclose(terms[k], again[k]) for k in self.loss_terms)
+
     def test_deepcopy_is_independent(self):
         loss = self.make_loss()
         clone = copy.deepcopy(loss)
@@ -245,6 +289,14 @@ class LossContract:
             for p in clone.parameters():
                 p.zero_()
         assert any(p.abs().sum() > 0 for p in loss.parameters())
+
+
+def _lazify(module: torch.nn.Module) -> None:
+    """Replaces every ``nn.Linear`` inside ``module`` by a ``nn.LazyLinear`` with the same outputs."""
+    for parent in list(module.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child) is torch.nn.Linear:
+                setattr(parent, name, torch.nn.LazyLinear(child.out_features, bias=child.bias is not None))
 
 
 def functional(module, params, *inputs, detach: bool = False):
@@ -255,3 +307,4 @@ def functional(module, params, *inputs, detach: bool = False):
     names = [".".join(k[1:]) for k in params.keys(True, True)]
     values = [v.detach() if detach else v for v in params.values(True, True)]
     return functional_call(module, dict(zip(names, values)), inputs)
+

@@ -82,6 +82,11 @@ class TestDDPGDelayedActorContract(TestDDPGContract):
                 v.mul_(0.5)
         return loss
 
+    def make_lazy_loss(self, monkeypatch, **kwargs):
+        # a lazy target actor exists only after the first call: build the delayed-actor loss unperturbed
+        return super().make_lazy_loss(
+            monkeypatch, build=lambda **kw: TestDDPGContract.make_loss(self, delay_actor=True, **kw), **kwargs)
+
 
 def test_actor_loss_does_not_train_the_critic():
     loss = TestDDPGContract().make_loss()

@@ -47,7 +47,8 @@ class TargetNetUpdater:
             )
         self.loss_module = loss_module
         self._names = [name for name, _, _ in pairs]
-        self._keys = {name: list(src.keys(True, True)) for name, src, _ in pairs}
+        # parameter names per network (read on first use for lazy networks, whose parameters come later)
+        self._keys = {name: list(src.keys(True, True)) for name, src, _ in pairs if src is not None}
         for name in self._names:
             loss_module._has_update_associated[name] = True
         self.initialized = False
@@ -55,10 +56,16 @@ class TargetNetUpdater:
     def _leaves(self) -> tuple[list, list, list, list]:
         """(float sources, float targets, other sources, other targets), read afresh (survives ``.to()``)."""
         fs, ft, os_, ot = [], [], [], []
+        pending = self.loss_module.__dict__.get("_pending_networks")
         for name in self._names:
+            if pending is not None and name in pending.entries:
+                continue  # a lazy network not called yet: nothing to update
             src = getattr(self.loss_module, f"{name}_params")
             tgt = getattr(self.loss_module, f"target_{name}_params")
-            for key in self._keys[name]:
+            keys = self._keys.get(name)
+            if keys is None:
+                keys = self._keys[name] = list(src.keys(True, True))
+            for key in keys:
                 s, t = src.get(key).detach(), tgt.get(key)
                 if t.is_floating_point():
                     fs.append(s)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 from tensordict import NestedKey, TensorDictBase
 
-from torchrl.data.tensor_specs import Composite, TensorSpec
+from torchrl.data.tensor_specs import Bounded, Composite, TensorSpec
 from torchrl.objectives._functional import EnsembleCall, ModuleRunner, gather_inputs
 from torchrl.objectives.common import LossModule
 from torchrl.objectives.utils import ValueEstimators, _check_reduction, _has_random_module, _reduce, distance_loss
@@ -38,7 +38,7 @@ def _bounds(owner: str, action_spec, bounds, actor_network, action_key) -> tuple
         space = getattr(spec, "space", None)
         low, high = getattr(space, "low", None), getattr(space, "high", None)
         if (
-            not isinstance(spec, TensorSpec)
+            not isinstance(spec, Bounded)  # as TorchRL: an Unbounded spec's box is not a bound
             or not isinstance(low, torch.Tensor)
             or not (torch.isfinite(low).all() and torch.isfinite(high).all())
         ):

@@ -41,6 +41,7 @@ from torch.nn import Parameter
 
 from torchrl._td import fast_get
 from torchrl.objectives._functional import stack_module_params
+from torchrl.objectives._lazy import PendingNetworks, adopt_placeholders, is_lazy
 from torchrl.objectives.utils import (
     ValueEstimators,
     _has_random_module,
@@ -292,6 +293,10 @@ class LossModule(TensorDictModuleBase):
         """
         if module_name in self._functionals:
             raise RuntimeError(f"{type(self).__name__}: a network named {module_name!r} is already registered.")
+        modules = list(module) if isinstance(module, (list, tuple, nn.ModuleList)) else [module]
+        if any(is_lazy(m) for m in modules):  # completed on the first call (see _lazy.py)
+            self._defer(module, modules, module_name, expand_dim, create_target_params, compare_against)
+            return
         if expand_dim is None:
             if isinstance(module, (list, tuple, nn.ModuleList)):
                 raise ValueError(f"{type(self).__name__}: pass expand_dim to register a list of networks.")
@@ -315,6 +320,49 @@ class LossModule(TensorDictModuleBase):
             self.__dict__["_warn_target"] = True
         self._link(module_name, create_target_params)
 
+    def _defer(self, module, modules: list, name: str, expand_dim, create_target_params: bool, compare_against) -> None:
+        """Registers a network whose lazy parameters do not exist yet; its first use completes it."""
+        if expand_dim is None:
+            if len(modules) != 1:
+                raise ValueError(f"{type(self).__name__}: pass expand_dim to register a list of networks.")
+            nn.Module.__setattr__(self, name, module)
+        else:
+            self.__dict__[name] = modules[0]
+        holders = self._pending.add(self, name, modules, expand_dim, create_target_params, compare_against)
+        if holders:  # the ensemble's trainable parameters, materialised in place later
+            nn.Module.__setattr__(self, f"_lazy_{name}_params", nn.ParameterList(holders))
+        self._functionals[name] = _Functional(modules[0], expand_dim, None)
+        if create_target_params:
+            self._has_update_associated[name] = False
+            self.__dict__["_warn_target"] = True
+
+    def _complete_registration(self, name: str, entry) -> None:
+        """Registers a deferred network now that its parameters exist, then refreshes what depends on it."""
+        del self._functionals[name]
+        updated = self._has_update_associated.pop(name, False)  # an updater may already be attached
+        warn = self.__dict__["_warn_target"]
+        modules = entry.modules
+        module = modules[0] if entry.expand_dim is None else modules
+        self.convert_to_functional(module, name, expand_dim=entry.expand_dim,
+                                   create_target_params=entry.create_target_params,
+                                   compare_against=entry.compare_against)
+        if entry.create_target_params:
+            self._has_update_associated[name] = updated
+            self.__dict__["_warn_target"] = warn
+        if entry.placeholders:
+            adopt_placeholders(getattr(self, f"{name}_params"), entry.placeholders)
+            delattr(self, f"_lazy_{name}_params")
+            self._link(name)
+        self.__dict__["_cached_in_keys"] = None
+        self._keys_changed()
+
+    @property
+    def _pending(self) -> PendingNetworks:
+        pending = self.__dict__.get("_pending_networks")
+        if pending is None:
+            pending = self.__dict__["_pending_networks"] = PendingNetworks()
+        return pending
+
     def _link(self, name: str, has_target: bool | None = None) -> None:
         """(Re)builds the TensorDict views of a network's parameters (after construction or ``.to()``)."""
         info = self._functionals[name]
@@ -329,9 +377,13 @@ class LossModule(TensorDictModuleBase):
         if not has_target:
             d[f"target_{name}_params"] = params.detach()
 
-    def _target_pairs(self) -> list[tuple[str, TensorDictBase, TensorDictBase]]:
+    def _target_pairs(self) -> list[tuple[str, TensorDictBase | None, TensorDictBase | None]]:
+        """``(name, params, target params)`` of the networks with targets (``None``s while a lazy network
+        waits for its first call)."""
+        pending = self.__dict__.get("_pending_networks")
         return [
-            (name, getattr(self, f"{name}_params"), getattr(self, f"target_{name}_params"))
+            (name, None, None) if pending is not None and name in pending.entries
+            else (name, getattr(self, f"{name}_params"), getattr(self, f"target_{name}_params"))
             for name in self._has_update_associated
         ]
 
