@@ -162,13 +162,46 @@ class TestConvNet:
                          aggregator_kwargs={"output_size": (1, 1)}, squeeze_output=True)
         assert pooled(torch.randn(2, 1, 5, 5)).shape == (2, 4)
         normed = ConvNet(in_features=1, num_cells=[4, 4], norm_class=nn.BatchNorm2d, norm_kwargs={"num_features": 4})
-        assert [type(m) for m in normed][:3] == [nn.Conv2d, nn.BatchNorm2d, nn.ELU]
+        # TorchRL's order: convolution, activation, normalisation
+        assert [type(m) for m in normed][:3] == [nn.Conv2d, nn.ELU, nn.BatchNorm2d]
+        maps1 = ConvNet(in_features=1, num_cells=[4], kernel_sizes=5, aggregator_class=None, squeeze_output=True)
+        assert maps1(torch.randn(2, 1, 5, 5)).shape == (2, 4)
+        # squeeze_output needs singleton spatial dims (TorchRL raises RuntimeError / IndexError otherwise)
+        with pytest.raises(RuntimeError, match=r"Tried to squeeze an input over dims \(-2, -1\)"):
+            ConvNet(in_features=1, num_cells=[4], squeeze_output=True)(torch.randn(2, 1, 5, 5))
+        with pytest.raises(IndexError, match="squeeze_output needs 3 trailing spatial dims"):
+            Conv3dNet(in_features=1, num_cells=[4], squeeze_output=True)(torch.randn(2, 1, 5, 5, 5))
 
     def test_errors(self):
-        with pytest.raises(ValueError, match="kernel_sizes has 3 entries but the network has 2 layers"):
-            ConvNet(num_cells=[4, 4], kernel_sizes=[3, 3, 3])
+        # TorchRL: per-layer lists that disagree with depth raise RuntimeError (ConvNet) / ValueError (Conv3dNet)
+        with pytest.raises(RuntimeError, match=r"depth=2 conflicts with kernel_sizes=\[3, 3, 3\]"):
+            ConvNet(num_cells=[4, 4], kernel_sizes=[3, 3, 3], depth=2)
+        with pytest.raises(RuntimeError, match=r"depth=3 conflicts with num_cells=\[4, 4\]"):
+            ConvNet(num_cells=[4, 4], kernel_sizes=[3, 3, 3])  # depth is taken from the last list
         with pytest.raises(RuntimeError, match="depth=3 conflicts"):
             ConvNet(num_cells=[4, 4], depth=3)
+        with pytest.raises(RuntimeError, match=r"num_cells=\[32, 32, 32\]"):
+            ConvNet(depth=2)  # ConvNet's default num_cells has 3 layers whatever the depth
+        with pytest.raises(ValueError, match=r"depth=2 conflicts with kernel_sizes"):
+            Conv3dNet(num_cells=[4, 5], depth=2, kernel_sizes=[3, 3, 3])
+        with pytest.raises(ValueError, match="depth=None needs one of num_cells"):
+            ConvNet(num_cells=4)
+        with pytest.raises(ValueError, match="depth=0"):
+            Conv3dNet(depth=0)
+        with pytest.raises(ValueError, match="must have at least 4 dimensions"):
+            Conv3dNet()(torch.randn(8, 8, 8))
+        with pytest.raises(ValueError, match="must have at least 3 dimensions"):
+            ConvNet()(torch.randn(8, 8))
+
+    def test_depth_inference_and_attributes(self):
+        net = ConvNet(num_cells=4, kernel_sizes=[3, 3])
+        assert net.depth == 2 and net.num_cells == [4, 4] and net.out_features == 4
+        net3 = Conv3dNet(depth=2)
+        assert net3.num_cells == [32, 32] and net3.aggregator_kwargs == {"ndims_in": 4}
+        assert net3.activation_kwargs == {} and net3.norm_kwargs == {} and net3.aggregator_class is SquashDims
+        assert ConvNet(num_cells=[4, 5], strides=(1, 2)).strides == (1, 2)  # lists kept as given
+        x = torch.randn(4, 2, 3, 8, 8, 8)  # extra batch dims are folded and restored
+        assert Conv3dNet(in_features=3)(x).shape == (4, 2, 256) and Conv3dNet()(x[0, 0]).shape == (256,)
 
     def test_conv3d_alias_and_atari(self):
         assert Conv2dNet is ConvNet

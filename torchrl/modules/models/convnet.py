@@ -7,17 +7,31 @@ import torch
 from torch import nn
 
 from torchrl.modules.models.mlp import MLP
-from torchrl.modules.models.utils import _expand, _kwargs_list, create_on_device, SquashDims
+from torchrl.modules.models.utils import _kwargs_list, create_on_device, SquashDims
 
 __all__ = ["ConvNet", "Conv2dNet", "Conv3dNet"]
 
 
+def _first(kwargs, n: int):
+    """Per-layer keyword lists longer than the network are cut to its ``n`` layers (as TorchRL tolerates)."""
+    if isinstance(kwargs, (list, tuple)) and len(kwargs) > n:
+        return list(kwargs)[:n]
+    return kwargs
+
+
 class _ConvNetBase(nn.Sequential):
-    """Shared construction of the 2d/3d convolutional networks (``_conv``/``_lazy_conv``/``_spatial``)."""
+    """Shared construction of the 2d/3d convolutional networks (``_conv``/``_lazy_conv``/``_spatial``).
+
+    Layer counts follow TorchRL: ``depth`` (when not given) is the length of the last list among
+    ``num_cells``, ``kernel_sizes``, ``strides`` and ``paddings`` (in that order), scalars are repeated, and a
+    list of another length raises ``_conflict_error``.
+    """
 
     _conv: type[nn.Module]
     _lazy_conv: type[nn.Module]
     _spatial: int
+    _conflict_error: type[Exception]
+    _default_cells_follow_depth: bool  # num_cells=None with a depth gives [32] * depth (else [32, 32, 32])
 
     def __init__(
         self,
@@ -39,50 +53,72 @@ class _ConvNetBase(nn.Sequential):
     ) -> None:
         owner = type(self).__name__
         if num_cells is None:
-            num_cells = [32, 32, 32] if depth is None else [32] * depth
-        if isinstance(num_cells, int):
-            if depth is None:
-                raise ValueError(f"{owner}: num_cells is an int ({num_cells}) but depth is None; pass depth too.")
-            num_cells = [num_cells] * depth
-        cells = [int(c) for c in num_cells]
-        if depth is not None and depth != len(cells):
-            raise RuntimeError(
-                f"{owner}: depth={depth} conflicts with num_cells={cells} ({len(cells)} layers); pass only one of "
-                "them or make them agree."
-            )
-        n = len(cells)
+            num_cells = [32] * depth if depth is not None and self._default_cells_follow_depth else [32, 32, 32]
+        options = {"num_cells": num_cells, "kernel_sizes": kernel_sizes, "strides": strides, "paddings": paddings}
+        if depth is None:
+            lists = [len(v) for v in options.values() if isinstance(v, (list, tuple))]
+            if not lists:
+                raise ValueError(
+                    f"{owner}: depth=None needs one of num_cells, kernel_sizes, strides or paddings to be a list or "
+                    f"tuple (got num_cells={num_cells!r}, kernel_sizes={kernel_sizes!r}, strides={strides!r}, "
+                    f"paddings={paddings!r}); pass depth or a list."
+                )
+            depth = lists[-1]
+        if depth == 0:
+            raise ValueError(f"{owner}: depth=0 (no layer) is not permitted; pass depth >= 1 or a non-empty num_cells.")
+        if depth < 0:
+            raise self._conflict_error(f"{owner}: depth={depth} is negative; pass depth >= 1.")
+        layers_of = {}
+        for name, value in options.items():
+            if isinstance(value, (list, tuple)):
+                if len(value) != depth:
+                    raise self._conflict_error(
+                        f"{owner}: depth={depth} conflicts with {name}={list(value)} ({len(value)} entries); make them "
+                        f"agree, or pass {name} as a single int repeated over the {depth} layers."
+                    )
+                layers_of[name] = list(value)
+            else:
+                layers_of[name] = [value] * depth
+                options[name] = layers_of[name]
+        n = len(layers_of["num_cells"])
+        cells = [int(c) for c in layers_of["num_cells"]]
         self.in_features = in_features
-        self.depth = n
-        self.num_cells = cells
-        self.kernel_sizes = _expand(kernel_sizes, n, "kernel_sizes", owner)
-        self.strides = _expand(strides, n, "strides", owner)
-        self.paddings = _expand(paddings, n, "paddings", owner)
         self.activation_class = activation_class
         self.norm_class = norm_class
+        self.activation_kwargs = activation_kwargs if activation_kwargs is not None else {}
+        self.norm_kwargs = norm_kwargs if norm_kwargs is not None else {}
         self.bias_last_layer = bias_last_layer
+        self.aggregator_class = aggregator_class
+        agg_kwargs = dict(aggregator_kwargs or {})
+        if aggregator_class is SquashDims:
+            agg_kwargs.setdefault("ndims_in", self._spatial + 1)
+        self.aggregator_kwargs = agg_kwargs
         self.squeeze_output = squeeze_output
-        act_kwargs = _kwargs_list(activation_kwargs, n, "activation_kwargs", owner)
-        nrm_kwargs = _kwargs_list(norm_kwargs, n, "norm_kwargs", owner)
+        self.depth = depth
+        self.num_cells = options["num_cells"]
+        self.kernel_sizes = options["kernel_sizes"]
+        self.strides = options["strides"]
+        self.paddings = options["paddings"]
+        self.out_features = cells[-1] if cells else None
+        act_kwargs = _kwargs_list(_first(activation_kwargs, n), n, "activation_kwargs", owner)
+        nrm_kwargs = _kwargs_list(_first(norm_kwargs, n), n, "norm_kwargs", owner)
 
         layers: list[nn.Module] = []
         for i, (c_in, c_out) in enumerate(zip([in_features] + cells[:-1], cells)):
             conv_kwargs = {
-                "kernel_size": self.kernel_sizes[i],
-                "stride": self.strides[i],
-                "padding": self.paddings[i],
+                "kernel_size": layers_of["kernel_sizes"][i],
+                "stride": layers_of["strides"][i],
+                "padding": layers_of["paddings"][i],
                 "bias": bias_last_layer if i == n - 1 else True,
             }
             if c_in is None:
                 layers.append(create_on_device(self._lazy_conv, device, c_out, **conv_kwargs))
             else:
                 layers.append(create_on_device(self._conv, device, c_in, c_out, **conv_kwargs))
-            if norm_class is not None:
-                layers.append(create_on_device(norm_class, device, **nrm_kwargs[i]))
             layers.append(create_on_device(activation_class, device, **act_kwargs[i]))
+            if norm_class is not None:  # TorchRL's order: convolution, activation, normalisation
+                layers.append(create_on_device(norm_class, device, **nrm_kwargs[i]))
         if aggregator_class is not None:
-            agg_kwargs = dict(aggregator_kwargs or {})
-            if aggregator_class is SquashDims:
-                agg_kwargs.setdefault("ndims_in", self._spatial + 1)
             layers.append(create_on_device(aggregator_class, device, **agg_kwargs))
         super().__init__(*layers)
 
@@ -95,6 +131,12 @@ class _ConvNetBase(nn.Sequential):
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         # Convolutions take one leading batch dimension: fold any others into it and back.
         core = self._spatial + 1
+        if inputs.ndim < core:
+            raise ValueError(
+                f"The input value of {type(self).__name__} must have at least {core} dimensions "
+                f"([*batch, channels, {', '.join('DHW'[-self._spatial:])}]), got {inputs.ndim} instead "
+                f"(shape {tuple(inputs.shape)})."
+            )
         batch = inputs.shape[:-core]
         if len(batch) != 1:
             x = inputs.reshape(-1, *inputs.shape[-core:])
@@ -105,41 +147,60 @@ class _ConvNetBase(nn.Sequential):
         if len(batch) != 1:
             x = x.reshape(*batch, *x.shape[1:])
         if self.squeeze_output:
-            while x.ndim > len(batch) and x.shape[-1] == 1:
-                x = x.squeeze(-1)
+            x = self._squeeze_spatial(x)
         return x
+
+    def _squeeze_spatial(self, x: torch.Tensor) -> torch.Tensor:
+        """Removes the trailing (spatial) dims, which must be singletons (as TorchRL's ``squeeze_output``)."""
+        dims = tuple(range(-self._spatial, 0))
+        if x.ndim < self._spatial:
+            raise IndexError(
+                f"{type(self).__name__}: squeeze_output needs {self._spatial} trailing spatial dims to squeeze, the "
+                f"output has shape {tuple(x.shape)} (an aggregator already flattened them?)."
+            )
+        if any(x.shape[d] != 1 for d in dims):
+            raise RuntimeError(
+                f"Tried to squeeze an input over dims {dims} with shape {x.shape}: {type(self).__name__}'s "
+                "squeeze_output needs singleton spatial dims (use aggregator_class=None and kernels that reduce "
+                "the maps to 1, or squeeze_output=False)."
+            )
+        return x.squeeze(dims)
 
 
 class ConvNet(_ConvNetBase):
-    """A 2d convolutional network: ``depth`` convolutions, each followed by optional norm and an activation.
+    """A 2d convolutional network: ``depth`` convolutions, each followed by an activation and optional norm.
 
     The output goes through ``aggregator_class`` (by default :class:`SquashDims`, flattening
     ``[C, H, W]`` into one feature dimension). Inputs may have any number of leading batch dimensions.
 
     Args:
         in_features (int, optional): input channels; ``None`` uses a lazy first convolution.
-        depth (int, optional): number of convolutions (defaults to the length of ``num_cells``).
-        num_cells (int or sequence of int, optional): output channels of each convolution. Defaults to
-            ``[32, 32, 32]``.
+        depth (int, optional): number of convolutions. Defaults to the length of the last list among
+            ``num_cells``, ``kernel_sizes``, ``strides`` and ``paddings``.
+        num_cells (int or sequence of int, optional): output channels of each convolution (an int is
+            repeated ``depth`` times). Defaults to ``[32, 32, 32]``.
         kernel_sizes (int or sequence, optional): kernel size(s). Defaults to ``3``.
         strides (int or sequence, optional): stride(s). Defaults to ``1``.
         paddings (int or sequence, optional): padding(s). Defaults to ``0``.
         activation_class (type or callable, optional): activation. Defaults to ``nn.ELU``.
         activation_kwargs (dict or list of dict, optional): its keyword arguments (one per layer or one
             for all).
-        norm_class (type or callable, optional): normalisation after each convolution.
+        norm_class (type or callable, optional): normalisation after each activation.
         norm_kwargs (dict or list of dict, optional): its keyword arguments.
         bias_last_layer (bool, optional): bias in the last convolution. Defaults to ``True``.
         aggregator_class (type or callable, optional): module applied last. Defaults to
             :class:`SquashDims`; ``None`` keeps the feature maps.
         aggregator_kwargs (dict, optional): its keyword arguments.
-        squeeze_output (bool, optional): squeeze the trailing singleton dimensions of the output (e.g.
-            ``[B, C, 1, 1] -> [B, C]``). Defaults to ``False``.
+        squeeze_output (bool, optional): squeeze the spatial dims of the output, which must be singletons
+            (e.g. ``[B, C, 1, 1] -> [B, C]`` with ``aggregator_class=None``). Defaults to ``False``.
         device (torch.device, optional): device of the parameters.
 
     Raises:
-        ValueError: if a per-layer list has the wrong length, or ``num_cells`` is an int without ``depth``.
-        RuntimeError: if ``depth`` and the length of ``num_cells`` disagree.
+        ValueError: if ``depth`` is 0, or missing while every per-layer option is a scalar; when called, if
+            the input has fewer than 3 dims.
+        RuntimeError: if a per-layer list (``num_cells``, ``kernel_sizes``, ``strides``, ``paddings``) has
+            another length than ``depth``; when called with ``squeeze_output``, if the spatial dims of the
+            output are not singletons.
 
     Examples:
         >>> import torch
@@ -152,6 +213,8 @@ class ConvNet(_ConvNetBase):
     _conv = nn.Conv2d
     _lazy_conv = nn.LazyConv2d
     _spatial = 2
+    _conflict_error = RuntimeError
+    _default_cells_follow_depth = False
 
     @classmethod
     def default_atari_dqn(cls, num_actions: int):
@@ -175,6 +238,9 @@ Conv2dNet = ConvNet
 class Conv3dNet(_ConvNetBase):
     """A 3d convolutional network (inputs ``[*B, C, D, H, W]``); options as :class:`ConvNet`.
 
+    Two differences with :class:`ConvNet`, as in TorchRL: ``num_cells=None`` with a ``depth`` gives ``depth``
+    layers of 32 channels, and a per-layer list of the wrong length raises ``ValueError``.
+
     Examples:
         >>> import torch
         >>> from torchrl.modules.models import Conv3dNet
@@ -186,3 +252,5 @@ class Conv3dNet(_ConvNetBase):
     _conv = nn.Conv3d
     _lazy_conv = nn.LazyConv3d
     _spatial = 3
+    _conflict_error = ValueError
+    _default_cells_follow_depth = True
