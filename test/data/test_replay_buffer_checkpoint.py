@@ -151,3 +151,57 @@ def test_dump_overwrites_previous_checkpoint(tmp_path):
     restored = ReplayBuffer(storage=LazyTensorStorage(10))
     restored.loads(tmp_path / "ckpt")
     assert len(restored) == 6
+
+
+DUMP_CHILD = """
+import torch
+from torchrl.data import LazyTensorStorage, ReplayBuffer, RoundRobinWriter
+rb = ReplayBuffer(storage=LazyTensorStorage(1000))
+rb.extend(torch.ones(1000, 8000))  # 32 MB of content
+block_after(RoundRobinWriter, "dumps")  # the storage is written, then the process hangs inside dumps()
+rb.dumps({path!r})
+"""
+
+
+def test_dump_killed_midway_is_cleaned_up_by_the_next_load_and_dump(tmp_path):
+    from test._kill_helpers import kill_mid_save, size_of, temporaries
+
+    rb = ReplayBuffer(storage=LazyTensorStorage(10))
+    rb.extend(torch.arange(5))
+    rb.dumps(tmp_path / "ckpt")
+    pid = kill_mid_save(DUMP_CHILD.format(path=str(tmp_path / "ckpt")), tmp_path)
+    (left,) = temporaries(tmp_path, "ckpt")
+    assert f"-{pid}-" in left.name and size_of(left) > 30e6
+    restored = ReplayBuffer(storage=LazyTensorStorage(10))
+    restored.loads(tmp_path / "ckpt")  # the previous checkpoint loads, and the dead writer's temporary is gone
+    assert restored[torch.arange(5)].tolist() == [0, 1, 2, 3, 4]
+    assert sorted(os.listdir(tmp_path)) == ["ckpt"]
+    kill_mid_save(DUMP_CHILD.format(path=str(tmp_path / "ckpt")), tmp_path)
+    rb.extend(torch.arange(5, 7))
+    rb.dumps(tmp_path / "ckpt")
+    assert sorted(os.listdir(tmp_path)) == ["ckpt"]
+    restored.loads(tmp_path / "ckpt")
+    assert len(restored) == 7
+
+
+def test_dump_without_space_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    import errno
+
+    rb = TensorDictReplayBuffer(storage=LazyTensorStorage(30), batch_size=4)
+    rb.extend(steps(10))
+    rb.dumps(tmp_path / "ckpt")
+    rb.extend(steps(10, start=10))
+
+    def disk_full(path):
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "partial.pt").write_bytes(b"\0" * 4096)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(rb.writer, "dumps", disk_full)
+    with pytest.raises(OSError, match=r"No space left on device.*previous checkpoint at '.*ckpt' is intact") as info:
+        rb.dumps(tmp_path / "ckpt")
+    assert info.value.errno == errno.ENOSPC
+    assert sorted(os.listdir(tmp_path)) == ["ckpt"]
+    restored = TensorDictReplayBuffer(storage=LazyTensorStorage(30), batch_size=4)
+    restored.loads(tmp_path / "ckpt")
+    assert len(restored) == 10

@@ -189,3 +189,36 @@ def test_without_matplotlib_the_csv_is_named(tmp_path, monkeypatch, capsys):
     summary = run.finish()
     assert summary["curve_png"] is None and summary["logs"] is None and summary["checkpoint"] is None
     assert "curve.csv (install matplotlib for the PNG)" in capsys.readouterr().out
+
+
+RUN_CHILD = """
+import torch
+from torchrl.train import Run
+
+class Big:
+    def state_dict(self):
+        return {{"w": torch.ones(8_000_000)}}
+
+cfg = {{"total_frames": 300, "seed": 0, "logger": "", "output_dir": {out!r}, "progress": False,
+        "env": {{"name": "Some/Env-v0"}}, "resume": {run_dir!r}}}
+run = Run("sac", cfg)
+block_after(torch, "save")  # the checkpoint is written to its temporary, then the process hangs
+run.save(counter=Big())
+"""
+
+
+def test_run_checkpoint_killed_midway_is_cleaned_up_on_resume(tmp_path):
+    from test._kill_helpers import kill_mid_save, size_of, temporaries
+
+    run = Run("sac", _cfg(tmp_path, logger=""))
+    run.step(100)
+    run.save(counter=Counter(3))
+    run.finish(quiet=True)
+    pid = kill_mid_save(RUN_CHILD.format(out=str(tmp_path), run_dir=str(run.dir)), tmp_path)
+    (left,) = temporaries(run.dir, CHECKPOINT_NAME)
+    assert f"-{pid}-" in left.name and size_of(left) > 30e6
+    resumed = Run("sac", _cfg(tmp_path, logger="", resume=str(run.dir)))
+    assert temporaries(run.dir, CHECKPOINT_NAME) == []  # removed when the checkpoint was loaded
+    restored = Counter()
+    assert resumed.restore(counter=restored) == 100 and restored.n == 3  # the previous checkpoint
+    resumed.finish(quiet=True)

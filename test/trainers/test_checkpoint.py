@@ -219,3 +219,46 @@ class TestCheckpointFiles:
         torch.testing.assert_close(loss2.state_dict(), loss.state_dict())
         assert other.optimizer.state_dict()["state"][0]["step"] == 6
         assert "state" in other.app_state
+
+
+class TestInterruptedSaves:
+    """A save SIGKILLed mid-way leaves its temporary; the next load or save removes it (real child processes)."""
+
+    CHILD = """
+import torch
+from torchrl.trainers import _checkpoint
+block_after(torch, "save")  # the whole checkpoint is written to the temporary, then the process hangs
+_checkpoint.atomic_save({{"big": torch.ones(8_000_000)}}, {path!r})
+"""
+
+    def test_killed_save_is_cleaned_up_by_the_next_load_and_save(self, tmp_path):
+        from test._kill_helpers import kill_mid_save, size_of, temporaries
+
+        path = tmp_path / "c.pt"
+        _checkpoint.atomic_save({"v": 1}, path)
+        pid = kill_mid_save(self.CHILD.format(path=str(path)), tmp_path)
+        (left,) = temporaries(tmp_path, "c.pt")
+        assert f"-{pid}-" in left.name and size_of(left) > 30e6
+        assert _checkpoint.load_checkpoint(path) == {"v": 1}  # the previous checkpoint loads ...
+        assert temporaries(tmp_path, "c.pt") == []  # ... and the load removed the dead writer's temporary
+        kill_mid_save(self.CHILD.format(path=str(path)), tmp_path)
+        assert len(temporaries(tmp_path, "c.pt")) == 1
+        _checkpoint.atomic_save({"v": 2}, path)
+        assert os.listdir(tmp_path) == ["c.pt"] and _checkpoint.load_checkpoint(path) == {"v": 2}
+
+    def test_no_space_left_keeps_the_previous_checkpoint(self, tmp_path, monkeypatch):
+        import errno
+
+        path = tmp_path / "c.pt"
+        _checkpoint.atomic_save({"v": 1}, path)
+
+        def disk_full(obj, handle):
+            handle.write(b"\0" * 4096)  # a partial checkpoint, then the device is full
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(torch, "save", disk_full)
+        with pytest.raises(OSError, match=r"No space left on device.*previous checkpoint at '.*c\.pt' is intact") as info:
+            _checkpoint.atomic_save({"v": 2}, path)
+        assert info.value.errno == errno.ENOSPC
+        monkeypatch.undo()
+        assert os.listdir(tmp_path) == ["c.pt"] and _checkpoint.load_checkpoint(path) == {"v": 1}

@@ -3,18 +3,22 @@
 A checkpoint is one ``torch.save`` file holding the trainer's :meth:`~torchrl.trainers.Trainer.state_dict`.
 It is written to a temporary file in the destination's directory and renamed over the destination once
 complete (``os.replace`` is atomic on POSIX and Windows), so an interrupted save never leaves a truncated
-checkpoint behind: the previous one stays intact.
+checkpoint behind: the previous one stays intact. The temporary's name carries the writer's pid: a save
+killed mid-way leaves it behind, and the next save or load of the same checkpoint removes it (see
+:mod:`torchrl._atomic`). A save that fails (e.g. no space left) removes its temporary and raises an
+``OSError`` saying that the previous checkpoint is intact, and where.
 """
 from __future__ import annotations
 
 import os
 import pathlib
 import random
-import tempfile
 from typing import Any
 
 import numpy as np
 import torch
+
+from torchrl._atomic import atomic_file, remove_stale_temporaries
 
 __all__ = ["atomic_save", "load_checkpoint", "rng_state", "set_rng_state"]
 
@@ -22,18 +26,11 @@ __all__ = ["atomic_save", "load_checkpoint", "rng_state", "set_rng_state"]
 def atomic_save(obj: Any, path: str | pathlib.Path) -> pathlib.Path:
     """``torch.save(obj, path)`` through a temporary file renamed over ``path`` when complete."""
     path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
+    with atomic_file(path) as tmp:
+        with open(tmp, "wb") as handle:
             torch.save(obj, handle)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
     return path
 
 
@@ -44,6 +41,7 @@ def load_checkpoint(path: str | pathlib.Path, **kwargs) -> dict:
         FileNotFoundError: ``path`` does not exist.
     """
     path = pathlib.Path(path)
+    remove_stale_temporaries(path)
     if not path.is_file():
         raise FileNotFoundError(f"Trainer.load_from_file: no checkpoint at {str(path)!r}.")
     # The checkpoint holds TensorDicts, counters and hook states (plain Python objects), not only tensors.

@@ -1,24 +1,21 @@
 """Small helpers shared by storages, samplers, writers and buffers (no public names)."""
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
 import json
-import os
-import shutil
 import sys
-import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
 from tensordict import is_tensor_collection
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
+from torchrl._atomic import resolve_directory
+
 INT_CLASSES = (int, np.integer)
-_CHECKPOINT_BACKUP = ".{}.previous"
 
 
 def _is_int(index: Any) -> bool:
@@ -143,42 +140,15 @@ def unravel_index(flat: torch.Tensor, shape: torch.Size | tuple[int, ...]) -> tu
     return tuple(reversed(coords))
 
 
-@contextlib.contextmanager
-def atomic_directory(path: str | Path) -> Iterator[Path]:
-    """Yields a fresh temporary directory that replaces ``path`` only once the block succeeds.
-
-    The new content is written next to ``path``; then the old directory is moved aside, the new one is
-    renamed into place and the old one is removed. If the block raises, ``path`` is untouched and the
-    temporary directory is deleted. If the process dies between the two renames, ``resolve_checkpoint``
-    finds the previous checkpoint under its backup name.
-    """
-    path = Path(path).expanduser().absolute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    backup = path.parent / _CHECKPOINT_BACKUP.format(path.name)
-    if backup.exists():
-        shutil.rmtree(backup)
-    if path.exists():
-        os.replace(path, backup)
-    os.replace(tmp, path)
-    shutil.rmtree(backup, ignore_errors=True)
-
-
 def resolve_checkpoint(path: str | Path) -> Path:
-    """The directory holding the checkpoint saved at ``path`` (its backup if a swap was interrupted)."""
-    path = Path(path).expanduser().absolute()
-    if path.exists():
-        return path
-    backup = path.parent / _CHECKPOINT_BACKUP.format(path.name)
-    if backup.exists():
-        return backup
-    raise FileNotFoundError(f"No replay-buffer checkpoint found at {str(path)!r}.")
+    """The directory holding the checkpoint saved at ``path`` (its backup if a swap was interrupted).
+
+    Temporaries left by dead writers of the same checkpoint are removed on the way.
+    """
+    found = resolve_directory(path)
+    if found is None:
+        raise FileNotFoundError(f"No replay-buffer checkpoint found at {str(Path(path).expanduser().absolute())!r}.")
+    return found
 
 
 # ---------------------------------------------------------------------------- large preallocations

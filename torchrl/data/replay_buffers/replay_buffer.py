@@ -13,7 +13,8 @@ from torchrl._deprecation import warn_once
 from torchrl.data.replay_buffers import _buffer_ops as ops
 from torchrl.data.replay_buffers._compact import CompactObservations
 from torchrl.data.replay_buffers._transforms import BufferTransform, make_transform
-from torchrl.data.replay_buffers._utils import INT_CLASSES, atomic_directory, resolve_checkpoint
+from torchrl._atomic import atomic_directory
+from torchrl.data.replay_buffers._utils import INT_CLASSES, resolve_checkpoint
 from torchrl.data.replay_buffers.conditional import ConditionalUpdateResult, update_if_present
 from torchrl.data.replay_buffers.samplers.base import Sampler
 from torchrl.data.replay_buffers.samplers.random import RandomSampler
