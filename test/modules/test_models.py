@@ -62,7 +62,8 @@ class TestMLP:
 
     @pytest.mark.parametrize(
         "depth,num_cells,hidden",
-        [(None, None, [32, 32, 32]), (2, None, [32, 32]), (0, None, []), (2, 16, [16, 16]), (None, [8, 9, 10], [8, 9, 10]),
+        # TorchRL 0.14.1: without depth and num_cells the MLP is a single linear layer
+        [(None, None, []), (2, None, [32, 32]), (0, None, []), (2, 16, [16, 16]), (None, [8, 9, 10], [8, 9, 10]),
          (3, [8, 9, 10], [8, 9, 10])],
     )
     def test_depth_and_num_cells(self, depth, num_cells, hidden):
@@ -74,8 +75,10 @@ class TestMLP:
     def test_depth_num_cells_errors(self):
         with pytest.raises(RuntimeError, match=r"depth=2 conflicts with num_cells=\[8, 9, 10\]"):
             MLP(in_features=3, out_features=5, depth=2, num_cells=[8, 9, 10])
-        with pytest.raises(ValueError, match="num_cells is an int"):
+        with pytest.raises(RuntimeError, match="num_cells is an int"):  # TorchRL's type
             MLP(in_features=3, out_features=5, num_cells=8)
+        with pytest.raises(RuntimeError, match="depth=-1 is negative"):
+            MLP(in_features=3, out_features=5, depth=-1)
         with pytest.raises(ValueError, match="out_features must be given"):
             MLP(in_features=3, num_cells=[8])
 
@@ -385,10 +388,20 @@ class TestMultiAgentMLP:
             assert net.params.batch_size == (3,)
 
     def test_gradients_reach_every_agent(self):
-        net = MultiAgentMLP(4, 2, 3, centralized=False, share_params=False)
+        net = MultiAgentMLP(4, 2, 3, centralized=False, share_params=False, depth=2, num_cells=32)
         net(torch.randn(5, 3, 4))[:, 1].sum().backward()
         grad = net.params["0", "weight"].grad
         assert grad.shape == (3, 32, 4) and grad[1].abs().sum() > 0 and grad[0].abs().sum() == 0
+
+    def test_repr_as_torchrl(self):
+        net = MultiAgentMLP(3, 2, 4, centralized=True, share_params=True)  # no depth/num_cells: one linear layer
+        assert repr(net) == (
+            "MultiAgentMLP(\n    MLP(\n      (0): Linear(in_features=12, out_features=2, bias=True)\n    ),\n"
+            "    n_agents=4,\n    share_params=True,\n    centralized=True,\n    agent_dim=-2)"
+        )
+        conv = MultiAgentConvNet(2, centralized=False, share_params=False, num_cells=[4], kernel_sizes=3)
+        assert repr(conv).startswith("MultiAgentConvNet(\n    ConvNet(\n      (0): LazyConv2d(0, 4, kernel_size=(3, 3)")
+        assert repr(conv).endswith("    n_agents=2,\n    share_params=False,\n    centralized=False,\n    agent_dim=-4)")
 
     def test_stateful_net_round_trip_and_reset(self):
         net = MultiAgentMLP(4, 2, 3, centralized=False, share_params=False, num_cells=[8])

@@ -12,16 +12,18 @@ from torchrl.modules.models.utils import _kwargs_list, create_on_device, LazyMap
 __all__ = ["MLP"]
 
 _DEFAULT_CELLS = 32
-_DEFAULT_DEPTH = 3
 
 
 def _hidden_sizes(depth: int | None, num_cells, owner: str) -> list[int]:
-    """The hidden layer sizes from ``depth``/``num_cells`` (3 layers of 32 cells when neither is given)."""
+    """The hidden layer sizes from ``depth``/``num_cells``, as TorchRL: no hidden layer when neither is given,
+    ``depth`` layers of 32 cells when only ``depth`` is."""
+    if depth is not None and depth < 0:
+        raise RuntimeError(f"{owner}: depth={depth} is negative; pass depth >= 0.")
     if num_cells is None:
-        return [_DEFAULT_CELLS] * (_DEFAULT_DEPTH if depth is None else depth)
+        return [_DEFAULT_CELLS] * (0 if depth is None else depth)
     if isinstance(num_cells, int):
         if depth is None:
-            raise ValueError(
+            raise RuntimeError(
                 f"{owner}: num_cells is an int ({num_cells}) but depth is None; pass depth, or num_cells as a list."
             )
         return [num_cells] * depth
@@ -59,7 +61,8 @@ class MLP(nn.Sequential):
             outputs, reshaped).
         depth (int, optional): number of hidden layers; ``0`` gives a single ``layer_class``.
         num_cells (int or sequence of int, optional): hidden sizes; an int is repeated ``depth`` times.
-            Without ``depth`` and ``num_cells``: 3 hidden layers of 32 cells.
+            Without ``num_cells``: ``depth`` hidden layers of 32 cells (none without ``depth`` either: a
+            single ``layer_class``, as in TorchRL).
         activation_class (type or callable, optional): activation. Defaults to ``nn.Tanh``.
         activation_kwargs (dict or list of dict, optional): its keyword arguments, one dict per
             activated layer or one for all.
@@ -77,10 +80,10 @@ class MLP(nn.Sequential):
         device (torch.device, optional): device of the parameters.
 
     Raises:
-        ValueError: if ``out_features`` is missing, ``num_cells`` is an int without ``depth``, a per-layer
-            list has the wrong length, or ``in_features`` is ``None`` for a ``layer_class`` with no lazy
-            counterpart.
-        RuntimeError: if ``depth`` and the length of ``num_cells`` disagree.
+        ValueError: if ``out_features`` is missing, a per-layer list has the wrong length, or
+            ``in_features`` is ``None`` for a ``layer_class`` with no lazy counterpart.
+        RuntimeError: if ``depth`` and the length of ``num_cells`` disagree, ``depth`` is negative, or
+            ``num_cells`` is an int without ``depth``.
 
     Examples:
         >>> import torch

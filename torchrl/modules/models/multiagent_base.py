@@ -271,8 +271,8 @@ class MultiAgentNetBase(nn.Module):
             self._lazy_nets[0]
         body = repr(net).replace("\n", "\n    ")
         return (
-            f"{type(self).__name__}(\n    n_agents={self.n_agents}, centralized={self.centralized}, "
-            f"share_params={self.share_params},\n    agent network: {body})"
+            f"{type(self).__name__}(\n    {body},\n    n_agents={self.n_agents},\n    share_params={self.share_params},"
+            f"\n    centralized={self.centralized},\n    agent_dim={self.agent_dim})"
         )
 
 
