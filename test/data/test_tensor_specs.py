@@ -659,3 +659,12 @@ class TestDynamicDims:
         spec = Composite(a=Unbounded(shape=(-1, 3)), b=Unbounded(shape=(2,)))
         assert spec.zero()["a"].shape == (1, 3) and spec.rand()["b"].shape == (2,)
         assert spec.is_in(spec.zero())
+
+
+def test_one_hot_to_numpy_takes_integer_indices():
+    spec = OneHot(3)
+    assert spec.to_numpy(torch.tensor([0, 0, 1])) == 2
+    assert spec.to_numpy(torch.tensor(2)) == 2 and spec.to_numpy(torch.tensor([1])) == 1
+    batched = OneHot(3, shape=(4, 3))
+    np.testing.assert_array_equal(batched.to_numpy(torch.tensor([0, 1, 2, 1])), [0, 1, 2, 1])
+    np.testing.assert_array_equal(batched.to_numpy(batched.encode(torch.tensor([2, 0, 1, 1]))), [2, 0, 1, 1])

@@ -22,7 +22,7 @@ from torch import nn
 
 from torchrl._check_mode import _state as _check_mode_state
 from torchrl._td import any_true, fast_get, fast_set
-from torchrl.data.tensor_specs import Composite
+from torchrl.data.tensor_specs import Composite, MultiOneHot, OneHot
 from torchrl.envs._check_env import check_env_specs
 from torchrl.envs._step_mdp import fast_step_mdp, merge_missing, merge_structures, prune_emptied, structure_copy
 from torchrl.envs._env_extras import EnvExtrasMixin
@@ -264,10 +264,21 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
                 )
             shape = getattr(action, "shape", None)
             if shape is not None and shape != batch + event_shape:
+                if self._is_index_action(key, action, batch, event_shape):
+                    continue  # an integer index for a one-hot spec (e.g. an argmax policy), as TorchRL accepts
                 raise ValueError(
                     f"{type(self).__name__}.step: action {key!r} has shape {tuple(shape)}, expected "
                     f"{tuple(batch + event_shape)} (batch {tuple(batch)} + action shape {tuple(event_shape)})."
                 )
+
+    def _is_index_action(self, key, action: torch.Tensor, batch: torch.Size, event_shape: torch.Size) -> bool:
+        """Whether ``action`` is the integer-index form of a one-hot action: batch shape (+ a trailing 1)."""
+        if not isinstance(action, torch.Tensor) or action.is_floating_point() or action.dtype == torch.bool:
+            return False
+        if action.shape not in (batch + event_shape[:-1], batch + event_shape[:-1] + (1,)):
+            return False
+        leaf = self.full_action_spec[key]
+        return isinstance(leaf, OneHot) and not isinstance(leaf, MultiOneHot)
 
     def _type_check(
         self, data: TensorDictBase, spec: Composite, where: str, prefix: tuple = (), *, actions: bool = False

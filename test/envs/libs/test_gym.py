@@ -20,8 +20,12 @@ from test.envs.libs._gym_envs import CountEnv, DictEnv
 
 
 def _replay(raw_env, rollout: TensorDict, seed: int, categorical: bool = False) -> None:
-    """Replays ``rollout``'s actions in a raw gymnasium env seeded alike and compares every step."""
-    obs, _ = raw_env.reset(seed=seed)
+    """Replays ``rollout``'s actions in a raw gymnasium env seeded alike and compares every step.
+
+    ``env.set_seed(seed)`` resets the gym env with that seed at once (as TorchRL does), so the rollout's first
+    reset is the raw env's second one."""
+    raw_env.reset(seed=seed)
+    obs, _ = raw_env.reset()
     for t in range(rollout.shape[0]):
         step = rollout[t]
         np.testing.assert_array_equal(step["observation"].numpy(), obs)
@@ -105,7 +109,8 @@ def test_tuple_observation_blackjack(categorical):
     torch.manual_seed(2)
     rollout = env.rollout(30, break_when_any_done=False)
     raw = gymnasium.make("Blackjack-v1")
-    obs, _ = raw.reset(seed=2)
+    raw.reset(seed=2)  # set_seed resets with the seed at once (TorchRL)
+    obs, _ = raw.reset()
     for t in range(30):
         step = rollout[t]
         if categorical:  # a stacked (3,) tensor of indices
@@ -196,8 +201,13 @@ def test_info_reader_auto_registration():
     assert len(env.info_dict_reader) == 1
 
 
-def test_info_probe_keeps_pending_seed():
-    expected = [gymnasium.make("Taxi-v4").reset(seed=s)[0] for s in (5, 6)]
+def test_info_probe_keeps_the_seeded_sequence():
+    def after_seed(s):  # set_seed(s) consumes the seeded reset (TorchRL): the next reset is the raw env's second
+        raw = gymnasium.make("Taxi-v4")
+        raw.reset(seed=s)
+        return raw.reset()[0]
+
+    expected = [after_seed(s) for s in (5, 6)]
     assert expected[0] != expected[1]  # the start state depends on the seed
     env = GymEnv("Taxi-v4")
     env.set_seed(5)
@@ -243,7 +253,8 @@ def test_from_pixels_cartpole():
     assert rollout["next", "pixels"].shape == torch.Size([3, 400, 600, 3])
     assert "observation" in rollout.keys()
     raw = gymnasium.make("CartPole-v1", render_mode="rgb_array")
-    raw.reset(seed=0)
+    raw.reset(seed=0)  # set_seed resets with the seed at once (TorchRL): the rollout starts at the next reset
+    raw.reset()
     np.testing.assert_array_equal(rollout[0]["pixels"].numpy(), raw.render())
     check_env_specs(env)
 
@@ -279,7 +290,9 @@ def test_seeding_reproducible():
     env = GymEnv("CartPole-v1")
     assert env.set_seed(0) != 0
     obs = env.reset()["observation"]
-    np.testing.assert_array_equal(obs.numpy(), gymnasium.make("CartPole-v1").reset(seed=0)[0])
+    raw = gymnasium.make("CartPole-v1")
+    raw.reset(seed=0)  # TorchRL's set_seed resets with the seed at once: the first reset() is the second state
+    np.testing.assert_array_equal(obs.numpy(), raw.reset()[0])
     runs = []
     for _ in range(2):
         env.set_seed(7)
@@ -450,3 +463,30 @@ def test_has_flags_match_installed_libraries():
     for flag, lib in [("_has_mo", "mo_gymnasium"), ("_has_sb3", "stable_baselines3"), ("_has_minigrid", "minigrid"),
                       ("_has_isaaclab", "isaaclab")]:
         assert getattr(gym_module, flag) is installed(lib), flag
+
+
+@pytest.mark.parametrize("index", [torch.tensor(1), torch.tensor([1])], ids=["scalar", "trailing-1"])
+def test_integer_index_action_for_one_hot_spec(index):
+    # an argmax policy writes integer indices where the spec is one-hot: the index is the action taken (TorchRL
+    # accepts the tensor too, but turns every index into the first action; see docs/COMPATIBILITY.md)
+    def run(action):
+        env = GymEnv("CartPole-v1")
+        env.set_seed(0)
+        return env.rollout(5, lambda td: td.set("action", action.clone()), break_when_any_done=False)
+
+    by_index, one_hot = run(index), run(torch.tensor([0, 1]))
+    assert torch.equal(by_index["next", "observation"], one_hot["next", "observation"])
+    assert by_index["action"].shape == (5, *index.shape)  # stored as the policy wrote it
+    with pytest.raises(ValueError, match=r"action 'action' has shape \(3,\), expected \(2,\)"):
+        env = GymEnv("CartPole-v1")
+        env.step(env.reset().set("action", torch.tensor([0, 1, 0])))
+
+
+def test_integer_index_actions_in_a_vector_env():
+    env = GymEnv("CartPole-v1", num_envs=2, vectorization_mode="sync")
+    env.set_seed(0)
+    td = env.step(env.reset().set("action", torch.tensor([1, 0])))
+    env2 = GymEnv("CartPole-v1", num_envs=2, vectorization_mode="sync")
+    env2.set_seed(0)
+    ref = env2.step(env2.reset().set("action", torch.tensor([[0, 1], [1, 0]])))
+    assert torch.equal(td["next", "observation"], ref["next", "observation"])

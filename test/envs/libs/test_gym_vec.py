@@ -31,7 +31,8 @@ def _replay_sub_envs(rollout: TensorDict, make, seed: int) -> int:
     ends = 0
     for i in range(rollout.shape[0]):
         env = make()
-        obs, _ = env.reset(seed=seed + i)
+        env.reset(seed=seed + i)  # set_seed resets with the seed at once (TorchRL): the rollout starts after
+        obs, _ = env.reset()
         for t in range(rollout.shape[1]):
             step = rollout[i, t]
             np.testing.assert_array_equal(step["observation"].numpy(), obs, err_msg=f"sub-env {i}, step {t}")

@@ -147,16 +147,28 @@ class OneHot(TensorSpec):
         return _one_hot(val, n, self.dtype)
 
     def to_numpy(self, val: torch.Tensor, safe: bool | None = None) -> np.ndarray:
-        """The category indices of one-hot ``val`` (registered values when ``use_register``)."""
-        if safe:
-            self.assert_is_in(val)
-        idx = val.long().argmax(-1).cpu().numpy()
+        """The category indices of one-hot ``val`` (registered values when ``use_register``); integer indices
+        (``val`` without the one-hot dim, e.g. a policy's argmax) are taken as they are."""
+        if val.shape != self.shape and self._is_index(val):
+            idx = val.reshape(self.shape[:-1]).cpu().numpy()
+        else:
+            if safe:
+                self.assert_is_in(val)
+            idx = val.long().argmax(-1).cpu().numpy()
         if self.use_register:
             inverse = {v: k for k, v in self._register.items()}
             if idx.ndim == 0:
                 return inverse[int(idx)]
             return np.vectorize(inverse.__getitem__, otypes=[object])(idx)
         return idx
+
+    def _is_index(self, val: torch.Tensor) -> bool:
+        """Whether ``val`` holds category indices rather than one-hot vectors: an integer tensor shaped like the
+        spec without its one-hot dim (or with a trailing 1 in its place)."""
+        if val.is_floating_point() or val.dtype == torch.bool:
+            return False
+        lead = self.shape[:-1]
+        return val.shape == lead or val.shape == lead + (1,)
 
     def index(self, index: torch.Tensor, tensor_to_index: torch.Tensor) -> torch.Tensor:
         """Picks, along the last dim of ``tensor_to_index``, the entry each one-hot ``index`` points to."""

@@ -163,17 +163,28 @@ def _element_writer(space: Any, onehot: bool, nb: int, shape: tuple) -> Callable
         if nb == 0:
             # numpy scalars of the space's dtype: what ``space.sample()`` gives, cheapest for ``contains``
             scalar = np.dtype(np_dtype).type
-            if onehot:
-                if start:
-                    return lambda t: scalar(t.numpy(force=True).argmax() + start)
-                if np.dtype(np_dtype) == np.dtype(np.intp):  # argmax already gives this type
-                    return lambda t: t.numpy(force=True).argmax()
-                return lambda t: t.numpy(force=True).argmax().astype(np_dtype)
             if start:
-                return lambda t: scalar(np.asarray(_numpy(t)).reshape(())[()] + start)
-            return lambda t: scalar(np.asarray(_numpy(t)).reshape(())[()])
+                index = lambda t: scalar(np.asarray(_numpy(t)).reshape(())[()] + start)  # noqa: E731
+            else:
+                index = lambda t: scalar(np.asarray(_numpy(t)).reshape(())[()])  # noqa: E731
+            if onehot:  # a one-hot vector, or an integer index where a policy wrote one (e.g. an argmax)
+                if start:
+                    return lambda t: scalar(t.numpy(force=True).argmax() + start) if t.ndim == 1 and t.shape[0] != 1 \
+                        else index(t)
+                if np.dtype(np_dtype) == np.dtype(np.intp):  # argmax already gives this type
+                    return lambda t: t.numpy(force=True).argmax() if t.ndim == 1 and t.shape[0] != 1 else index(t)
+                return lambda t: t.numpy(force=True).argmax().astype(np_dtype) if t.ndim == 1 and t.shape[0] != 1 \
+                    else index(t)
+            return index
         if onehot:
-            return lambda t: _numpy(t).argmax(-1).astype(np_dtype).reshape(shape) + start
+            n = int(space.n)
+
+            def write_batch(t: Any) -> np.ndarray:
+                if t.ndim == nb + 1 and t.shape[-1] == n:
+                    return _numpy(t).argmax(-1).astype(np_dtype).reshape(shape) + start
+                return np.array(_numpy(t), dtype=np_dtype).reshape(shape) + start  # integer indices
+
+            return write_batch
         return lambda t: np.array(_numpy(t), dtype=np_dtype).reshape(shape) + start
     if kind == "MultiDiscrete" and onehot:
         nvec = np.asarray(space.nvec)

@@ -8,6 +8,7 @@ partial resets by ``_gym_vec`` so that no step mixes two episodes.
 """
 from __future__ import annotations
 
+import copy
 import difflib
 from typing import Any
 
@@ -90,7 +91,8 @@ class GymWrapper(GymLikeEnv):
     ``"state"`` key being renamed ``"observation"``); dtypes are kept (float64 observations stay
     float64). ``terminated``/``truncated`` are passed on as the env reports them, ``done`` is their or.
     ``info`` is dropped unless readers are registered (:meth:`set_info_dict_reader`). ``set_seed(s)``
-    seeds the next reset (``env.reset(seed=s)``).
+    resets the gym env with ``env.reset(seed=s)`` at once (as TorchRL does), so the next ``reset()`` gives the
+    state that follows the seeded one.
 
     Raises:
         TypeError: ``env`` is not a gym env, or an option is unknown.
@@ -138,7 +140,6 @@ class GymWrapper(GymLikeEnv):
         d["_from_pixels"] = bool(kwargs.get("from_pixels", False))
         d["_pixels_only"] = bool(kwargs.get("pixels_only", False))
         d["_convert_actions_to_numpy"] = bool(kwargs.get("convert_actions_to_numpy", True))
-        d["_pending_seed"] = None
         if d["_pixels_only"] and not d["_from_pixels"]:
             raise ValueError(f"{type(self).__name__}: pixels_only=True needs from_pixels=True.")
 
@@ -315,9 +316,6 @@ class GymWrapper(GymLikeEnv):
     def _reset_env(self, tensordict: TensorDictBase | None, kwargs: dict) -> Any:
         d = self.__dict__
         seed = kwargs.pop("seed", None)
-        if seed is None:
-            seed = d["_pending_seed"]
-        d["_pending_seed"] = None
         options = kwargs.pop("options", None)
         if kwargs:
             raise TypeError(f"{type(self).__name__}.reset: unexpected keyword argument(s) {sorted(kwargs)}; accepted: seed, options.")
@@ -342,8 +340,10 @@ class GymWrapper(GymLikeEnv):
                 space.seed(int(seed))
 
     def _set_seed(self, seed: int | None) -> None:
-        """Seeds the next reset: ``env.reset(seed=seed)`` (sub-env ``i`` of a vector env gets ``seed + i``)."""
-        self.__dict__["_pending_seed"] = None if seed is None else int(seed)
+        """Resets the gym env with ``seed`` now (``env.reset(seed=seed)``; sub-env ``i`` of a vector env gets
+        ``seed + i``), as TorchRL does: the next :meth:`reset` continues the seeded sequence."""
+        if seed is not None:
+            self._reset_env(None, {"seed": int(seed)})
 
     # -- public API ----------------------------------------------------------------------------------------
     @_classproperty
@@ -385,12 +385,16 @@ class GymWrapper(GymLikeEnv):
         return self
 
     def _probe_infos(self) -> list[dict]:
-        d = self.__dict__
-        pending = d["_pending_seed"]  # a seed set before the probe is for the user's next reset
+        """As the base class, but the wrapped env's random state is restored afterwards: reading the info
+        layout does not move a seeded sequence of resets (see :meth:`_set_seed`)."""
+        envs = [getattr(e, "unwrapped", e) for e in getattr(self._env, "envs", [self._env])]
+        saved = [copy.deepcopy(e.__dict__.get("_np_random")) for e in envs]
         try:
             return super()._probe_infos()
         finally:
-            d["_pending_seed"] = pending
+            for e, rng in zip(envs, saved):
+                if rng is not None:
+                    e.__dict__["_np_random"] = rng
 
     def _after_probe(self) -> None:
         vec = self.__dict__["_vec"]
