@@ -320,6 +320,19 @@ class TestHeterogeneousShapes:
         r = PendulumEnv().rollout(4)
         assert type(r) is TensorDict
 
+    def test_check_env_specs_accepts_dynamic_dims_only(self):
+        from torchrl.envs import check_env_specs
+
+        check_env_specs(GrowingEnv())
+
+        class Wrong(GrowingEnv):  # the fixed dim (3) is violated
+            def _step(self, td):
+                out = super()._step(td)
+                return out.set("observation", torch.zeros(self.count, 4))
+
+        with pytest.raises(AssertionError, match=r"key \('next', 'observation'\): spec shape \(1, 3\), data shape \(2, 4\)"):
+            check_env_specs(Wrong())
+
     def test_collector_batches(self):
         from torchrl.collectors import Collector
 

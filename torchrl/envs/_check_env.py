@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import LazyStackedTensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
 from torchrl._check_mode import set_check_mode
@@ -28,8 +28,35 @@ def _describe(value) -> str:
     return type(value).__name__
 
 
-def _compare(name: str, where: str, data: TensorDictBase, expected: TensorDictBase, check_dtype: bool, *, check_missing: bool = True) -> None:
-    """Raises AssertionError at the first key/shape/dtype difference between ``data`` and ``expected``."""
+def _dynamic_dims(env) -> dict[NestedKey, frozenset[int]]:
+    """``{data key: dims counted from the end}`` where a spec has a dynamic (``-1``) size."""
+    out: dict[NestedKey, frozenset[int]] = {}
+    parts = [((), env.full_observation_spec), ((), env.full_state_spec), ((), env.full_action_spec),
+             ((), env.full_done_spec), (("next",), env.full_observation_spec), (("next",), env.full_reward_spec),
+             (("next",), env.full_done_spec)]
+    for prefix, spec in parts:
+        for key, leaf in spec.items(include_nested=True, leaves_only=True):
+            shape = getattr(leaf, "shape", ())
+            dyn = frozenset(i - len(shape) for i, d in enumerate(shape) if d < 0)
+            if dyn:
+                full = prefix + ((key,) if isinstance(key, str) else tuple(key))
+                out[full if len(full) > 1 else full[0]] = dyn
+    return out
+
+
+def _same_shape(got: torch.Size, want: torch.Size, dynamic: frozenset[int]) -> bool:
+    if got == want:
+        return True
+    if not dynamic or len(got) != len(want):
+        return False
+    n = len(got)
+    return all(g == w or (i - n) in dynamic for i, (g, w) in enumerate(zip(got, want)))
+
+
+def _compare(name: str, where: str, data: TensorDictBase, expected: TensorDictBase, check_dtype: bool, *,
+             check_missing: bool = True, dynamic: dict | None = None) -> None:
+    """Raises AssertionError at the first key/shape/dtype difference between ``data`` and ``expected`` (dims
+    listed in ``dynamic`` for a key may differ)."""
     real_leaves, fake_leaves = _leaves(data), _leaves(expected)
     missing = [k for k in fake_leaves if k not in real_leaves] if check_missing else []
     extra = [k for k in real_leaves if k not in fake_leaves]
@@ -44,7 +71,7 @@ def _compare(name: str, where: str, data: TensorDictBase, expected: TensorDictBa
         got = real_leaves.get(key)
         if not isinstance(spec_value, torch.Tensor) or not isinstance(got, torch.Tensor):
             continue
-        if got.shape != spec_value.shape:
+        if not _same_shape(got.shape, spec_value.shape, (dynamic or {}).get(key, frozenset())):
             raise AssertionError(
                 f"check_env_specs({name}): key {key!r}: spec shape {tuple(spec_value.shape)}, data shape "
                 f"{tuple(got.shape)} ({where})."
@@ -58,13 +85,15 @@ def _compare(name: str, where: str, data: TensorDictBase, expected: TensorDictBa
 def _check_once(env, *, return_contiguous, check_dtype: bool, tensordict, break_when_any_done: bool) -> None:
     name = type(env).__name__
     fake = env.fake_tensordict()
+    dynamic = _dynamic_dims(env)
     # Step by hand first, so that a bad entry is reported by key before any stacking can fail on it.
     td = env.reset(tensordict) if tensordict is None else tensordict
     if tensordict is None:
-        _compare(name, "after reset", td, fake.exclude("next", *env.action_keys), check_dtype, check_missing=False)
+        _compare(name, "after reset", td, fake.exclude("next", *env.action_keys), check_dtype, check_missing=False,
+                 dynamic=dynamic)
     for step in range(3):
         td = env.rand_step(td)
-        _compare(name, f"step {step}", td, fake, check_dtype)
+        _compare(name, f"step {step}", td, fake, check_dtype, dynamic=dynamic)
         td = env.step_mdp(td)
         if env.any_done(td):
             td = env.reset(td)
@@ -75,8 +104,13 @@ def _check_once(env, *, return_contiguous, check_dtype: bool, tensordict, break_
         auto_reset=tensordict is None,
         break_when_any_done=break_when_any_done,
     )
+    if isinstance(real, LazyStackedTensorDict):  # steps of different shapes (dynamic specs): one by one
+        for t, step in enumerate(real.unbind(real.batch_dims - 1)):
+            _compare(name, f"rollout step {t}", step, fake, check_dtype, dynamic=dynamic)
+            _check_values(env, step.unsqueeze(step.batch_dims), name, check_dtype)
+        return
     fake = fake.unsqueeze(real.batch_dims - 1).expand(*real.shape)
-    _compare(name, "rollout", real, fake, check_dtype)
+    _compare(name, "rollout", real, fake, check_dtype, dynamic=dynamic)
     _check_values(env, real, name, check_dtype)
 
 
