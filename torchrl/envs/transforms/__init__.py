@@ -8,6 +8,7 @@ from torchrl.envs.transforms.device_cast import DeviceCastTransform
 from torchrl.envs.transforms.dtype_cast import DoubleToFloat, DTypeCastTransform
 from torchrl.envs.transforms.exclude_transform import ExcludeTransform
 from torchrl.envs.transforms.frame_skip_transform import FrameSkipTransform
+from torchrl.envs.transforms.gsde_noise import gSDENoise
 from torchrl.envs.transforms.init_tracker import InitTracker
 from torchrl.envs.transforms.noop_reset_env import NoopResetEnv
 from torchrl.envs.transforms.observation_norm import ObservationNorm
@@ -53,4 +54,5 @@ __all__ = [
     "TransformedEnv",
     "UnsqueezeTransform",
     "VecNorm",
+    "gSDENoise",
 ]

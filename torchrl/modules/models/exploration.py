@@ -1,7 +1,8 @@
-"""Import path kept from TorchRL (``torchrl.modules.models.exploration``): noisy layers and consistent dropout."""
+"""Import path kept from TorchRL (``torchrl.modules.models.exploration``): noisy layers, consistent dropout, gSDE."""
 from __future__ import annotations
 
 from torchrl.modules.models.dropout import ConsistentDropout
+from torchrl.modules.models.gsde import gSDEModule, LazygSDEModule
 from torchrl.modules.models.noisy import NoisyLazyLinear, NoisyLinear, reset_noise
 
-__all__ = ["ConsistentDropout", "NoisyLazyLinear", "NoisyLinear", "reset_noise"]
+__all__ = ["ConsistentDropout", "LazygSDEModule", "NoisyLazyLinear", "NoisyLinear", "gSDEModule", "reset_noise"]
