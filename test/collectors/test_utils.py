@@ -75,6 +75,33 @@ def test_missing_ids_and_done_raise():
         split_trajectories(data)
     with pytest.raises(ValueError, match="no batch dimension"):
         split_trajectories(TensorDict({"obs": torch.zeros(())}, []))
+    # TorchRL raises TypeError for a missing done entry: ours is both
+    with pytest.raises(TypeError, match=r"done flags \('next', 'next', 'done'\)"):
+        split_trajectories(data, done_key=("next", "done"))  # done_key is read under "next"
+    nested = TensorDict({"obs": torch.zeros(3), "traj": {"id": torch.zeros(3, dtype=torch.long)}}, [3])
+    with pytest.raises(AttributeError, match="the trajectory ids 'traj' must be a tensor, got a TensorDict"):
+        split_trajectories(nested, trajectory_key="traj")  # TorchRL: AttributeError; ours is a TypeError too
+
+
+def test_nested_keys_known_answer():
+    """TorchRL 0.14.1's output for a nested trajectory key and for nested done flags."""
+    obs = torch.arange(8.0)
+    data = TensorDict({"traj": {"id": torch.tensor([0, 0, 0, 1, 1, 2, 2, 2])}, "obs": obs,
+                       "next": {"done": torch.zeros(8, 1, dtype=torch.bool), "obs": obs + 1}}, [8])
+    out = split_trajectories(data, trajectory_key=("traj", "id"))
+    assert out.batch_size == (3, 3)
+    assert set(out.keys(True, True)) == {("next", "done"), ("next", "obs"), ("traj", "id"), ("traj", "mask"), "obs"}
+    assert out["traj", "id"].flatten().tolist() == [0, 0, 0, 1, 1, 0, 2, 2, 2]
+    assert out["traj", "mask"].flatten().tolist() == [True] * 5 + [False] + [True] * 3
+    assert out["next", "obs"].flatten().tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 0.0, 6.0, 7.0, 8.0]
+    done = torch.tensor([0, 0, 1, 0, 1, 0, 0, 1], dtype=torch.bool).unsqueeze(-1)
+    agents = TensorDict({"obs": obs, "next": {"agents": {"done": done}, "done": torch.zeros(8, 1, dtype=torch.bool)}}, [8])
+    out = split_trajectories(agents, done_key=("agents", "done"))
+    assert out.batch_size == (3, 3) and out["traj_ids"].flatten().tolist() == [0, 0, 0, 1, 1, 0, 2, 2, 2]
+    assert out["obs"].flatten().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 0.0, 5.0, 6.0, 7.0]
+    # a missing nested trajectory key is computed from the done flags and stored there
+    out = split_trajectories(data, trajectory_key=("traj", "missing"))
+    assert out.batch_size == (1, 8) and out["traj", "missing"].flatten().tolist() == [0] * 8
 
 
 def test_module_reexports_torchrl_names():

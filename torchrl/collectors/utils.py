@@ -46,6 +46,14 @@ def traj_ids_from_done(done: torch.Tensor, batch_size: torch.Size) -> torch.Tens
     return (starts.reshape(-1).cumsum(0) - 1).reshape(batch_size)
 
 
+class _MissingEntryError(KeyError, TypeError):
+    """A missing entry: a ``KeyError`` that TorchRL's callers catch as ``TypeError``."""
+
+
+class _NotATensorError(TypeError, AttributeError):
+    """A sub-tensordict where a tensor is expected (TorchRL raises ``AttributeError`` there)."""
+
+
 def split_trajectories(
     rollout_tensordict: TensorDictBase,
     *,
@@ -76,7 +84,10 @@ def split_trajectories(
         marking the valid steps; padded steps are zeros.
 
     Raises:
-        KeyError: neither the ids nor the done flags are present.
+        KeyError: neither the ids nor the done flags are present (the error is also a ``TypeError``, the
+            type TorchRL raises).
+        TypeError: ``trajectory_key`` names a sub-tensordict (the error is also an ``AttributeError``, as in
+            TorchRL).
 
     Examples:
         >>> import torch
@@ -102,13 +113,19 @@ def split_trajectories(
         dkey = ("next",) + _as_tuple(done_key or "done")
         done = td.get(dkey, None)
         if done is None:
-            raise KeyError(
+            raise _MissingEntryError(
                 f"split_trajectories: neither the trajectory ids {_as_key(tkey)!r} nor the done flags {dkey!r} are "
-                f"in the input; pass trajectory_key= or done_key= naming an entry that exists."
+                f"in the input; pass trajectory_key= or done_key= naming an entry that exists (done_key is read "
+                f"under 'next')."
             )
         ids = traj_ids_from_done(done, td.batch_size)
         td = td.copy()
         td.set(_as_key(tkey), ids)
+    if not isinstance(ids, torch.Tensor):
+        raise _NotATensorError(
+            f"split_trajectories: the trajectory ids {_as_key(tkey)!r} must be a tensor, got a "
+            f"{type(ids).__name__}; pass the key of the ids themselves."
+        )
     flat = td.reshape(-1)
     flat_ids = ids.reshape(-1)
     n = flat_ids.numel()
