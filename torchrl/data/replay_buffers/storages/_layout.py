@@ -65,8 +65,9 @@ class _Node:
 class Layout:
     """The leaves of a plain (possibly nested) ``TensorDict`` whose first ``ndim`` dims are storage dims."""
 
-    def __init__(self, storage: TensorDict, ndim: int):
+    def __init__(self, storage: TensorDict, ndim: int, where: str = "TensorStorage.set"):
         self.ndim = ndim
+        self.where = where  # names the writer in error messages
         self.device = storage.device
         self.keys: list[tuple[str, ...]] = []
         self.leaves: list[torch.Tensor] = []
@@ -105,9 +106,7 @@ class Layout:
         return node
 
     # ------------------------------------------------------------------ writes
-    def sources(
-        self, data: Any, batch_ndim: int, where: str, *, strict_dtype: bool = True, check: bool = False
-    ) -> list[torch.Tensor]:
+    def sources(self, data: Any, batch_ndim: int, strict_dtype: bool = True, check: bool = False) -> list[torch.Tensor]:
         """The tensors of ``data`` in storage-leaf order, after checking keys, shapes and dtypes.
 
         ``batch_ndim`` is the number of leading dims of ``data`` that index storage positions. As in
@@ -117,10 +116,12 @@ class Layout:
         ``TypeError`` (not a tensor) or ``RuntimeError`` (shape, dtype) naming the full key.
         """
         out: list[torch.Tensor | None] = [None] * self.key_count
-        strict_dtype = strict_dtype or check
+        if check:
+            strict_dtype = True
         if type(data) is TensorDict:
-            self._collect(data, self.root, (), batch_ndim, out, where, strict_dtype, check)
+            self._collect(data, self.root, (), batch_ndim, out, strict_dtype, check)
         else:
+            where = self.where
             if not isinstance(data, TensorDictBase):
                 data = getattr(data, "_tensordict", data)
             if not isinstance(data, TensorDictBase):
@@ -133,7 +134,7 @@ class Layout:
                     if key[0] not in IGNORED_KEYS:
                         extra.append(key)
                     continue
-                self._check_leaf(key, value, pos, batch_ndim, where, strict_dtype, check)
+                self._check_leaf(key, value, pos, batch_ndim, strict_dtype, check)
                 out[pos] = value
             missing = [self.keys[i] for i, v in enumerate(out) if v is None]
             if missing or extra:
@@ -141,8 +142,7 @@ class Layout:
         return out
 
     def _collect(
-        self, td: TensorDict, node: _Node, prefix: tuple, batch_ndim: int, out: list, where: str,
-        strict_dtype: bool, check: bool,
+        self, td: TensorDict, node: _Node, prefix: tuple, batch_ndim: int, out: list, strict_dtype: bool, check: bool
     ) -> None:
         src = td._tensordict
         found = 0
@@ -159,21 +159,21 @@ class Layout:
                     or value.shape[batch_ndim:] != trailing[child]
                     or (strict_dtype and value.dtype is not dtypes[child])
                 ):
-                    self._check_leaf(prefix + (name,), value, child, batch_ndim, where, strict_dtype, check)
+                    self._check_leaf(prefix + (name,), value, child, batch_ndim, strict_dtype, check)
                 out[child] = value
             else:
                 if type(value) is not TensorDict:
                     value = getattr(value, "_tensordict", value)
                     if type(value) is not TensorDict:
                         raise KeyError(
-                            f"{where}: key {_key_str(prefix + (name,))} holds a {type(value).__name__}, "
+                            f"{self.where}: key {_key_str(prefix + (name,))} holds a {type(value).__name__}, "
                             "but the storage expects a sub-tensordict there."
                         )
-                self._collect(value, child, prefix + (name,), batch_ndim, out, where, strict_dtype, check)
+                self._collect(value, child, prefix + (name,), batch_ndim, out, strict_dtype, check)
         if found != len(src) or found != len(node.names):
             missing, extra = self._diff(td, node, prefix)
             if missing or extra:
-                raise KeyError(self._key_message(where, missing, extra))
+                raise KeyError(self._key_message(self.where, missing, extra))
 
     def _diff(self, td: TensorDict, node: _Node, prefix: tuple) -> tuple[list, list]:
         missing = [prefix + (n,) for n in node.names if n not in td._tensordict]
@@ -183,13 +183,13 @@ class Layout:
         return missing, extra
 
     def _check_leaf(
-        self, key: tuple, value: Any, pos: int, batch_ndim: int, where: str, strict_dtype: bool, check: bool
+        self, key: tuple, value: Any, pos: int, batch_ndim: int, strict_dtype: bool, check: bool
     ) -> None:
         """The slow path of the per-leaf check (only reached when something differs from the storage)."""
         if not isinstance(value, torch.Tensor):
-            raise TypeError(f"{where}: key {_key_str(key)} holds a {type(value).__name__}, expected a tensor.")
+            raise TypeError(f"{self.where}: key {_key_str(key)} holds a {type(value).__name__}, expected a tensor.")
         check_leaf(
-            f"key {_key_str(key)}", value, self.trailing_shapes[pos], self.dtypes[pos], batch_ndim, where,
+            f"key {_key_str(key)}", value, self.trailing_shapes[pos], self.dtypes[pos], batch_ndim, self.where,
             strict_dtype=strict_dtype, check=check,
         )
 

@@ -154,7 +154,7 @@ class TensorStorage(Storage):
         shape = _batch_shape(storage)
         self._capacity_rows = shape[0]
         self._inner = math.prod(shape[1 : self.ndim])
-        self._layout = Layout(storage, self.ndim) if Layout.supports(storage) else None
+        self._layout = Layout(storage, self.ndim, f"{type(self).__name__}.set") if Layout.supports(storage) else None
         plain = is_tensor_collection(storage) or isinstance(storage, torch.Tensor)
         self._tree = None if plain else tree_flatten(storage)
         self._rows = rows
@@ -219,8 +219,7 @@ class TensorStorage(Storage):
         layout = self._layout
         if layout is not None:
             dims = self.ndim if type(cursor) is slice else _index_dims(cursor, self.ndim)
-            sources = layout.sources(data, dims, f"{type(self).__name__}.set", strict_dtype=not single, check=check)
-            layout.write(cursor, sources)
+            layout.write(cursor, layout.sources(data, dims, not single, check))
         elif isinstance(self._storage, torch.Tensor):
             self._check_tensor(cursor, data, single, check)
             self._storage[cursor] = data
