@@ -5,7 +5,11 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
-_DONE_KEYS = ("done", "terminated", "truncated")
+_DONE_KEYS = ("done", "truncated", "terminated")
+
+
+class _MissingEntryError(KeyError, AttributeError):
+    """A missing entry: a ``KeyError`` that TorchRL's callers catch as ``AttributeError``."""
 
 
 def _gather_time(value: torch.Tensor, index: torch.Tensor, time_dim: int) -> torch.Tensor:
@@ -29,7 +33,7 @@ def multi_step(td: TensorDictBase, gamma: float, n_steps: int) -> TensorDictBase
     steps = torch.minimum(first_done - positions + 1, length - positions).clamp_max(n_steps)
     reward = nxt.get("reward")
     n_step_reward = torch.zeros_like(reward)
-    for k in range(n_steps):
+    for k in range(min(n_steps, length)):  # a look-ahead past the batch adds nothing
         shifted = reward.narrow(time_dim, k, length - k) if k else reward
         weight = (k < steps).narrow(time_dim, 0, length - k).to(reward.dtype) * gamma**k
         weight = weight.reshape(*weight.shape, *([1] * (reward.ndim - weight.ndim)))
@@ -40,9 +44,11 @@ def multi_step(td: TensorDictBase, gamma: float, n_steps: int) -> TensorDictBase
     for key, value in nxt.items(True, True):
         new_next.set(key, _gather_time(value, last, time_dim))
     new_next.set("reward", n_step_reward)
+    new_next.set("original_reward", reward)
     out.set("next", new_next)
-    out.set("steps_to_next_obs", steps.reshape(*steps.shape, *([1] * (done.ndim - steps.ndim))).to(torch.int64))
-    out.set("original_reward", reward)
+    out.set("steps_to_next_obs", steps)
+    out.set("gamma", gamma**steps)
+    out.set("nonterminal", steps > 1)
     return out
 
 
@@ -53,13 +59,27 @@ class MultiStep(nn.Module):
     until the episode ends (inclusive) or the batch ends, capped at ``n_steps``:
 
     - ``("next", "reward")`` becomes :math:`\\sum_{i<k} \\gamma^i r_{t+i}` (the one-step reward is kept under
-      ``"original_reward"``);
+      ``("next", "original_reward")``);
     - every other ``"next"`` entry (observations, done flags...) is taken from step ``t + k - 1``;
-    - ``"steps_to_next_obs"`` holds ``k``, so that the bootstrap term is discounted by :math:`\\gamma^k`.
+    - ``"steps_to_next_obs"`` holds ``k`` and ``"gamma"`` holds :math:`\\gamma^k` (the discount of the bootstrap
+      term), both shaped like the batch; ``"nonterminal"`` is ``k > 1`` (TorchRL's entry).
+
+    One difference with TorchRL 0.14.1, on purpose: TorchRL leaves the done flags of step ``t`` in
+    ``"next"``, so a transition whose n-step window reaches the end of its episode bootstraps from the
+    terminal observation; here the done flags come from step ``t + k - 1`` with the observation, so the
+    bootstrap is masked.
 
     Args:
         gamma (float): the discount factor.
-        n_steps (int): the number of steps (``1`` leaves rewards and next states unchanged).
+        n_steps (int): the number of steps (``1`` leaves rewards and next states unchanged); a window
+            longer than the batch is cut at its end.
+
+    Raises:
+        TypeError: if ``n_steps`` is not an int.
+        ValueError: if ``n_steps < 1`` or ``gamma`` is outside ``[0, 1]``; when called, if the tensordict has
+            no batch dim.
+        KeyError: when called, if ``("next", "done")`` or ``("next", "reward")`` is missing (the error is also
+            an ``AttributeError``, TorchRL's type).
 
     Examples:
         >>> import torch
@@ -71,26 +91,34 @@ class MultiStep(nn.Module):
         >>> out = MultiStep(gamma=0.5, n_steps=2)(td)
         >>> out["next", "reward"].squeeze(-1).tolist(), out["next", "obs"].tolist()
         ([1.5, 1.5, 1.0, 1.5, 1.0], [2.0, 3.0, 3.0, 5.0, 5.0])
-        >>> out["steps_to_next_obs"].squeeze(-1).tolist()
-        [2, 2, 1, 2, 1]
+        >>> out["steps_to_next_obs"].tolist(), out["gamma"].tolist()
+        ([2, 2, 1, 2, 1], [0.25, 0.25, 0.5, 0.25, 0.5])
     """
 
     def __init__(self, gamma: float, n_steps: int):
         super().__init__()
+        if isinstance(n_steps, bool) or not isinstance(n_steps, int):
+            raise TypeError(f"MultiStep: n_steps must be an int, got {type(n_steps).__name__} ({n_steps!r}).")
         if n_steps < 1:
             raise ValueError(f"MultiStep: n_steps must be >= 1, got {n_steps}.")
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"MultiStep: gamma must lie in [0, 1], got {gamma}.")
         self.gamma = gamma
         self.n_steps = n_steps
+        # TorchRL's attributes (this implementation reads "done" and "reward" under "next")
+        self.done_key = "done"
+        self.done_keys = _DONE_KEYS
+        self.reward_keys = ("reward",)
+        self.mask_key = ("collector", "mask")
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         if tensordict.ndim == 0:
             raise ValueError("MultiStep: the tensordict needs a time dimension (its last batch dim).")
         nxt = tensordict.get("next", None)
-        if nxt is None or nxt.get("done", None) is None or nxt.get("reward", None) is None:
-            raise KeyError("MultiStep: the tensordict needs ('next', 'done') and ('next', 'reward') entries.")
+        for key in ("done", "reward"):
+            if nxt is None or nxt.get(key, None) is None:
+                raise _MissingEntryError(
+                    f"MultiStep: the tensordict needs ('next', 'done') and ('next', 'reward') entries; "
+                    f"('next', {key!r}) is missing."
+                )
         return multi_step(tensordict, self.gamma, self.n_steps)
-
-    def extra_repr(self) -> str:
-        return f"gamma={self.gamma}, n_steps={self.n_steps}"
