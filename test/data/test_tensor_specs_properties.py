@@ -238,3 +238,38 @@ def test_float_dtypes_extreme_bounds(dtype):
     spec = Bounded(-big, big, shape=(64,), dtype=dtype)
     for _ in range(5):
         assert spec.is_in(spec.rand())
+
+
+@SETTINGS
+@given(spec=leaf_specs(), seed=SEEDS, data=st.data())
+def test_unsqueeze_squeeze_round_trip(spec, seed, data):
+    # a new singleton dim anywhere before the event dims, then squeezed away: the same spec, and values follow
+    _seed(seed)
+    dim = data.draw(st.integers(0, max(len(spec.shape) - 1, 0)))
+    up = spec.unsqueeze(dim)
+    assert up.shape == spec.shape[:dim] + (1,) + spec.shape[dim:]
+    value = up.rand()
+    assert value.shape == up.shape and spec.is_in(value.squeeze(dim))
+    back = up.squeeze(dim)
+    assert back == spec
+
+
+@SETTINGS
+@given(spec=composites(), seed=SEEDS)
+def test_composite_unsqueeze_squeeze_round_trip(spec, seed):
+    _seed(seed)
+    up = spec.unsqueeze(0)
+    assert up.shape == (1, *spec.shape)
+    assert spec.is_in(up.rand().squeeze(0))
+    assert up.squeeze(0) == spec
+
+
+@SETTINGS
+@given(spec=leaf_specs(min_batch=1), seed=SEEDS, data=st.data())
+def test_index_agrees_with_values(spec, seed, data):
+    # indexing a batched spec then drawing equals drawing then indexing, in shape and membership
+    _seed(seed)
+    i = data.draw(st.integers(-spec.shape[0], spec.shape[0] - 1))
+    part = spec[i]
+    assert part.shape == spec.shape[1:]
+    assert part.is_in(spec.rand()[i]) and spec.rand()[i].shape == part.rand().shape
