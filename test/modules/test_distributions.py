@@ -563,3 +563,10 @@ class TestTorchRLAttributes:
             masked.log_prob(torch.tensor([0, 2, 3])),
             torch.log_softmax(logits.masked_fill(~mask, float("-inf")), -1)[[0, 1, 2], [0, 2, 3]],
         )
+
+
+def test_distributions_maps_keys_use_torchrl_module_paths():
+    # TorchRL keys the map by str(cls).lower(), with its classes in torchrl.modules.distributions.continuous
+    assert "<class 'torchrl.modules.distributions.continuous.tanhnormal'>" in distributions_maps
+    assert "<class 'torchrl.modules.distributions.continuous.truncatednormal'>" in distributions_maps
+    assert TanhNormal.__module__ == TruncatedNormal.__module__ == "torchrl.modules.distributions.continuous"

@@ -76,6 +76,7 @@ class TanhNormal(FasterTransformedDistribution):
         True
     """
 
+    __module__ = "torchrl.modules.distributions.continuous"  # TorchRL's module path (re-exported there)
     arg_constraints = {"loc": constraints.real, "scale": constraints.greater_than(1e-6)}
     has_rsample = True
     num_params = 2

@@ -32,6 +32,7 @@ class TruncatedNormal(D.Independent):
         (True, torch.Size([5]))
     """
 
+    __module__ = "torchrl.modules.distributions.continuous"  # TorchRL's module path (re-exported there)
     num_params: int = 2
     has_rsample = True
     arg_constraints = {"loc": constraints.real, "scale": constraints.greater_than(1e-6)}
