@@ -451,3 +451,9 @@ def scenario_lazy_getattr():
     return [hasattr(torchrl, "surely_not_a_name"), hasattr(torchrl.data, "surely_not_a_name"),
             parity.attempt(lambda: torchrl.surely_not_a_name), parity.attempt(lambda: torchrl.data.surely_not_a_name),
             hasattr(torchrl, "envs"), hasattr(torchrl.data, "ReplayBuffer")]
+
+
+def scenario_distributions_maps_keys():
+    from torchrl.modules.distributions import distributions_maps
+
+    return sorted(distributions_maps)
