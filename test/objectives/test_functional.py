@@ -41,16 +41,16 @@ def ref_gae(gamma, lmbda, v, nv, r, done, term, time_dim):
     return adv.movedim(0, time_dim), (adv + v).movedim(0, time_dim)
 
 
-def _lambda_return_from(t0, gt, lm, nv, r, done, term):
-    """G_{t0} with the discount ``gt`` used at every step (gt = g[s] per step gives the rolling case)."""
+def _lambda_return_from(t0, gt, lt, nv, r, done, term):
+    """G_{t0} with the discount ``gt(s)`` and lambda ``lt(s)`` at step s (the start's values: rolling_gamma=False)."""
     T = r.shape[0]
     G = None
     for s in reversed(range(t0, T)):
-        g = gt(s)
+        g, lm = gt(s), lt(s)
         if G is None:
             bracket = nv[s]
         else:
-            bracket = torch.where(done[s], nv[s], (1 - lm[s]) * nv[s] + lm[s] * G)
+            bracket = torch.where(done[s], nv[s], (1 - lm) * nv[s] + lm * G)
         G = r[s] + g * (~term[s]) * bracket
     return G
 
@@ -68,7 +68,7 @@ def ref_td_lambda(gamma, lmbda, nv, r, done, term, time_dim, rolling=True):
             out[t] = G
     else:
         for t in range(T):
-            out[t] = _lambda_return_from(t, lambda s, t=t: g[t], lm, nv, r, done, term)
+            out[t] = _lambda_return_from(t, lambda s, t=t: g[t], lambda s, t=t: lm[t], nv, r, done, term)
     return out.movedim(0, time_dim)
 
 
@@ -257,6 +257,34 @@ def test_rolling_gamma_documented_formula(vec, rolling):
     torch.testing.assert_close(tdl(G4, 1.0, torch.zeros(4, 1), V4, END4, rolling_gamma=rolling), expected)
 
 
+def test_rolling_gamma_false_ties_lambda_to_the_start_step():
+    # T=3 episode: G_2 = r_2 (terminated); with rolling_gamma=False the start step's gamma AND lambda are used
+    # for the whole future: G_1 = -0.5 + 0.8 * (0.5 * -0.3 + 0.5 * 0.25) = -0.52 (start 0's coefficients),
+    # G_0 = 1 + 0.8 * (0.5 * 0.1 + 0.5 * G_1) = 0.832 (TorchRL 0.14.1 gives the same).
+    nv, r = torch.tensor([[0.1], [-0.3], [0.8]]), torch.tensor([[1.0], [-0.5], [0.25]])
+    done = torch.tensor([[False], [False], [True]])
+    gamma, lmbda = torch.tensor([[0.8], [0.9], [0.95]]), torch.tensor([[0.5], [0.7], [0.9]])
+    for fn in (F.td_lambda_return_estimate, F.vec_td_lambda_return_estimate):
+        out = fn(gamma, lmbda, nv, r, done, done, rolling_gamma=False)
+        assert out[0, 0].item() == pytest.approx(0.832, abs=1e-6)
+        assert out[1, 0].item() == pytest.approx(-0.5 + 0.9 * (0.3 * -0.3 + 0.7 * 0.25), abs=1e-6)
+    # a scalar gamma with a per-step lambda: lambda is tied to the start step too
+    out = F.td_lambda_return_estimate(0.8, lmbda, nv, r, done, done, rolling_gamma=False)
+    assert out[0, 0].item() == pytest.approx(0.832, abs=1e-6)
+
+
+@pytest.mark.parametrize("gamma", [0.9, torch.tensor(0.9)])
+def test_rolling_gamma_false_needs_a_per_step_coefficient_in_the_loops(gamma):
+    nv, r, done = torch.ones(3, 1), torch.ones(3, 1), torch.zeros(3, 1, dtype=torch.bool)
+    with pytest.raises(RuntimeError, match="rolling_gamma=False is expected only with time-sensitive gamma"):
+        F.td_lambda_return_estimate(gamma, 0.9, nv, r, done, rolling_gamma=False)
+    with pytest.raises(RuntimeError, match=r"got gamma=.* and lmbda=1.0"):
+        F.td1_return_estimate(gamma, nv, r, done, rolling_gamma=False)
+    # the vectorised versions take it (a constant discount: the same as rolling_gamma=True)
+    torch.testing.assert_close(F.vec_td1_return_estimate(gamma, nv, r, done, rolling_gamma=False),
+                               F.vec_td1_return_estimate(gamma, nv, r, done))
+
+
 # ------------------------------------------------------------------------------ against the loops
 
 
@@ -293,6 +321,10 @@ def test_td_lambda_matches_reference(fn, advantage, shape, time_dim, kind, rolli
     gamma = make_coef(kind, 0.95, shape, time_dim, seed=6)
     lmbda = make_coef(kind, 0.9, shape, time_dim, seed=7)
     args = (d["v"],) if advantage else ()
+    if not rolling and kind in ("float", "0d") and not fn.__name__.startswith("vec_"):
+        with pytest.raises(RuntimeError, match="rolling_gamma=False is expected only with time-sensitive gamma"):
+            fn(gamma, lmbda, *args, d["nv"], d["r"], d["done"], d["term"], rolling, time_dim=time_dim)
+        return
     out = fn(gamma, lmbda, *args, d["nv"], d["r"], d["done"], d["term"], rolling, time_dim=time_dim)
     ref = ref_td_lambda(gamma, lmbda, d["nv"], d["r"], d["done"], d["term"], time_dim, rolling=rolling)
     torch.testing.assert_close(out, ref - d["v"] if advantage else ref)
@@ -306,6 +338,10 @@ def test_td1_matches_reference(fn, advantage, shape, time_dim, kind, rolling):
     d = make_data(shape, seed=8)
     gamma = make_coef(kind, 0.95, shape, time_dim, seed=9)
     args = (d["v"],) if advantage else ()
+    if not rolling and kind in ("float", "0d") and not fn.__name__.startswith("vec_"):
+        with pytest.raises(RuntimeError, match="rolling_gamma=False is expected only with time-sensitive gamma"):
+            fn(gamma, *args, d["nv"], d["r"], d["done"], d["term"], rolling, time_dim=time_dim)
+        return
     out = fn(gamma, *args, d["nv"], d["r"], d["done"], d["term"], rolling, time_dim=time_dim)
     ref = ref_td_lambda(gamma, 1.0, d["nv"], d["r"], d["done"], d["term"], time_dim, rolling=rolling)
     torch.testing.assert_close(out, ref - d["v"] if advantage else ref)

@@ -217,12 +217,28 @@ def test_skip_existing_reuses_values():
     assert not torch.equal(recomputed["state_value"], torch.zeros(3, 6, 1))
 
 
+@pytest.mark.parametrize("key", [("next", "reward"), ("next", "done")])
+def test_missing_signal_is_key_and_attribute_error(key):
+    td = rollout()
+    del td[key]
+    est = GAE(gamma=0.9, lmbda=0.8, value_network=critic())
+    # TorchRL raises AttributeError there: ours is both, and names the key
+    with pytest.raises(AttributeError, match=rf"GAE: key \('next', '{key[1]}'\) not found"):
+        est(td.clone())
+    with pytest.raises(KeyError):
+        est(td.clone())
+
+
 def test_no_value_network_reads_values():
     td = rollout()
     td["state_value"] = torch.zeros(3, 6, 1)
     est = GAE(gamma=0.9, lmbda=0.8, value_network=None)
-    with pytest.raises(KeyError, match=r"key \('next', 'state_value'\) not found.*key table"):
+    # TorchRL raises ValueError here; ours is also a KeyError naming the key
+    with pytest.raises(ValueError, match=r"entry \('next', 'state_value'\) is missing and there is no value network"):
         est(td.clone())
+    with pytest.raises(KeyError):
+        est(td.clone())
+    assert est.in_keys == []  # as TorchRL: no value network, no declared inputs
     td["next", "state_value"] = torch.ones(3, 6, 1)
     assert est(td)["advantage"].shape == (3, 6, 1)
 
@@ -326,8 +342,10 @@ def test_set_keys_and_deprecated_key_arguments():
     est.set_keys(reward="r", advantage="adv")
     assert est.reward_key == "r" and est.advantage_key == "adv"
     assert "adv" in est(td).keys()
-    with pytest.raises(ValueError, match="'rewards' is not a key of this estimator"):
+    with pytest.raises(KeyError, match="'rewards' is not a key of this estimator"):
         est.set_keys(rewards="r")
+    with pytest.raises(ValueError, match="the key for 'reward' cannot be None"):
+        est.set_keys(reward=None)
     with pytest.warns(DeprecationWarning, match="deprecated"):
         old = GAE(gamma=0.9, lmbda=0.8, value_network=critic(), advantage_key="adv2")
     assert old.advantage_key == "adv2"
@@ -394,8 +412,9 @@ def test_deprecated_aliases(alias, target):
 def test_keys_and_properties():
     net = critic()
     est = GAE(gamma=0.9, lmbda=0.8, value_network=net)
-    assert est.in_keys == ["observation", ("next", "observation"), ("next", "reward"), ("next", "done"),
-                           ("next", "terminated")]
+    # TorchRL's order: the network's inputs, the next signals, the network's inputs at "next"
+    assert est.in_keys == ["observation", ("next", "reward"), ("next", "done"), ("next", "terminated"),
+                           ("next", "observation")]
     assert est.out_keys == ["advantage", "value_target"]
     assert est.value_key == "state_value" and est.sample_log_prob_key == "action_log_prob"
     assert not est.is_stateless and not est.is_functional

@@ -29,6 +29,14 @@ from torchrl.objectives.utils import _has_random_module
 __all__ = ["ValueEstimatorBase"]
 
 
+class _MissingEntryError(KeyError, AttributeError):
+    """A missing input entry: a ``KeyError`` naming the key, also an ``AttributeError`` as TorchRL raises there."""
+
+
+class _MissingValueError(ValueError, KeyError):
+    """A value entry missing while there is no value network to compute it (TorchRL raises ``ValueError``)."""
+
+
 def _trailing(t: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """Adds the trailing singleton dim a ``[*B]`` reward/done lacks against a ``[*B, 1]`` value."""
     return t.unsqueeze(-1) if t.ndim == like.ndim - 1 and like.shape[-1] == 1 else t
@@ -153,12 +161,13 @@ class ValueEstimatorBase(TensorDictModuleBase):
         """Renames entries of the key table (``advantage``, ``value_target``, ``value``, ``reward``, ...).
 
         Raises:
-            ValueError: for an unknown name or a ``None`` key.
+            KeyError: for an unknown name.
+            ValueError: for a ``None`` key.
         """
         fields = {f.name for f in dataclasses.fields(self._tensor_keys)}
         for name, key in kwargs.items():
             if name not in fields:
-                raise ValueError(
+                raise KeyError(
                     f"{type(self).__name__}.set_keys: {name!r} is not a key of this estimator; its keys are "
                     f"{sorted(fields)}."
                 )
@@ -178,10 +187,13 @@ class ValueEstimatorBase(TensorDictModuleBase):
 
     @property
     def in_keys(self):
-        """The value network's inputs (now and at ``"next"``) and the next reward / done / terminated."""
-        net_keys = list(self.value_network.in_keys) if self.value_network is not None else []
-        keys = net_keys + [unravel_key(("next", k)) for k in net_keys]
-        keys += [unravel_key(("next", k)) for k in (self.reward_key, self.done_key, self.terminated_key)]
+        """The value network's inputs, the next reward / done / terminated and the value network's inputs at
+        ``"next"``, in TorchRL's order; empty without a value network (as TorchRL)."""
+        if self.value_network is None:
+            return []
+        net_keys = list(self.value_network.in_keys)
+        keys = net_keys + [unravel_key(("next", k)) for k in (self.reward_key, self.done_key, self.terminated_key)]
+        keys += [unravel_key(("next", k)) for k in net_keys]
         return list(dict.fromkeys(keys))
 
     @property
@@ -226,7 +238,7 @@ class ValueEstimatorBase(TensorDictModuleBase):
 
     def _missing(self, key) -> KeyError:
         table = {f.name: getattr(self._tensor_keys, f.name) for f in dataclasses.fields(self._tensor_keys)}
-        err = KeyError(
+        err = _MissingEntryError(
             f"{type(self).__name__}: key {key!r} not found in the input tensordict; the estimator's key table "
             f"is {table} (rename entries with estimator.set_keys(...))."
         )
@@ -418,10 +430,13 @@ class ValueEstimatorBase(TensorDictModuleBase):
         value = fast_get(td, vk) if (skip or net is None) and need_value else None
         next_value = fast_get(td, next_vk) if skip or net is None else None
         if net is None:
-            if need_value and value is None:
-                raise self._missing(vk)
-            if next_value is None:
-                raise self._missing(next_vk)
+            missing = vk if need_value and value is None else next_vk if next_value is None else None
+            if missing is not None:
+                raise _MissingValueError(
+                    f"{type(self).__name__}: the entry {missing!r} is missing and there is no value network to "
+                    f"compute it (value_network=None): write the values into the tensordict first, or build the "
+                    f"estimator with a value network."
+                )
             return value, next_value
         if (value is None or not need_value) and next_value is None:
             same = target_params is None or target_params is params

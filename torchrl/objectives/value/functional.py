@@ -383,6 +383,12 @@ def _td_lambda(
         fname, state_value=state_value, next_state_value=next_state_value, reward=reward, done=done,
         terminated=terminated,
     )
+    if rolling_gamma is False and not vectorized and not (_per_step(gamma) or _per_step(lmbda)):
+        raise RuntimeError(
+            f"{fname}: rolling_gamma=False is expected only with time-sensitive gamma values (a gamma or "
+            f"lmbda tensor with one value per step), got gamma={_describe(gamma)} and lmbda={_describe(lmbda)}; "
+            f"leave rolling_gamma to None (or True) for a constant discount."
+        )
     lay = _Layout(shape, _time_dim(fname, time_dim, shape), first=not vectorized)
     dtype = _dtype(reward)
     gamma = lay.rows(_coef(fname, "gamma", gamma, shape, dtype))
@@ -390,29 +396,45 @@ def _td_lambda(
     done, term = _flag(done), _default_terminated(done, terminated)
     reward = lay.rows(reward)
     next_value = torch.where(lay.rows(term), 0.0, lay.rows(next_state_value))
-    # ell_t: weight of G_{t+1} inside the bracket; (1 - ell_t) that of V(s_{t+1}).
-    ell = lmbda * _not_done(lay, done, term).to(dtype)
-    boot = next_value * (1 - ell)
+    going_on = _not_done(lay, done, term).to(dtype)
     time_axis = 0 if lay.first else -1
-    fixed = (
-        rolling_gamma is False
-        and isinstance(gamma, torch.Tensor)
-        and gamma.dim() > 0
-        and not bool((gamma == gamma.narrow(time_axis, 0, 1)).all())
-    )
-    if fixed:
-        ret = (fixed_gamma_vec if vectorized else fixed_gamma_loop)(gamma, ell, reward, boot)
+    if rolling_gamma is False and (_varies(gamma, time_axis) or _varies(lmbda, time_axis)):
+        # the gamma and lambda of the step a return starts from are used for its whole future
+        full = lambda c: c.expand_as(reward) if isinstance(c, torch.Tensor) else torch.full_like(reward, c)  # noqa: E731
+        kernel = fixed_gamma_vec if vectorized else fixed_gamma_loop
+        ret = kernel(full(gamma), full(lmbda), going_on, reward, next_value)
     else:
-        ret = (reverse_scan if vectorized else reverse_loop)(reward + gamma * boot, gamma * ell)
+        # ell_t: weight of G_{t+1} inside the bracket; (1 - ell_t) that of V(s_{t+1}).
+        ell = lmbda * going_on
+        ret = (reverse_scan if vectorized else reverse_loop)(reward + gamma * next_value * (1 - ell), gamma * ell)
     ret = lay.back(ret)
     return ret if state_value is None else ret - state_value
 
 
+def _per_step(coef) -> bool:
+    """Whether a gamma/lambda argument is a tensor with dimensions (time-sensitive), not a scalar."""
+    return isinstance(coef, torch.Tensor) and coef.dim() > 0 and coef.numel() > 1
+
+
+def _describe(coef) -> str:
+    return f"tensor of shape {tuple(coef.shape)}" if isinstance(coef, torch.Tensor) else repr(coef)
+
+
+def _varies(coef, time_axis: int) -> bool:
+    """Whether a laid-out coefficient takes more than one value along time."""
+    return (
+        isinstance(coef, torch.Tensor)
+        and coef.dim() > 0
+        and not bool((coef == coef.narrow(time_axis, 0, 1)).all())
+    )
+
+
 _ROLLING_DOC = """rolling_gamma: how a per-step ``gamma`` tensor discounts the future. ``True`` (the default):
             each gamma discounts one transition, :math:`G_1 = v_1 + g_1 v_2 + g_1 g_2 v_3 + \\dots`.
-            ``False``: the gamma of the step a return starts from discounts its whole future,
-            :math:`G_1 = v_1 + g_1 v_2 + g_1^2 v_3 + \\dots` (costs :math:`O(T^2)`). Irrelevant for a
-            scalar gamma."""
+            ``False``: the gamma (and the :math:`\\lambda`) of the step a return starts from is used for its
+            whole future, :math:`G_1 = v_1 + g_1 v_2 + g_1^2 v_3 + \\dots` (costs :math:`O(T^2)`). The
+            loop versions refuse ``False`` without a per-step gamma or lambda tensor (``RuntimeError``), as
+            TorchRL does; the vectorised ones accept scalars too (then it changes nothing)."""
 
 
 def td_lambda_return_estimate(
