@@ -10,7 +10,8 @@ from torchrl.data import LazyTensorStorage, ReplayBufferEnsemble, RoundRobinWrit
 
 def member(value: float, n: int = 6, **kwargs) -> TensorDictReplayBuffer:
     rb = TensorDictReplayBuffer(storage=LazyTensorStorage(10), **kwargs)
-    rb.extend(TensorDict(x=torch.full((n,), value), batch_size=[n]))
+    if n:  # an empty extend raises, as in TorchRL
+        rb.extend(TensorDict(x=torch.full((n,), value), batch_size=[n]))
     return rb
 
 

@@ -470,8 +470,13 @@ class TestSliceSampler:
         )
         padded.extend(episodes([2, 2]))
         sample, info = padded.sample(10, return_info=True)
-        assert sample.shape[0] == 10 and ("collector", "mask") not in sample.keys(True)
+        assert sample.shape[0] == 10 and torch.equal(sample["collector", "mask"], info[("collector", "mask")])
         assert info[("collector", "mask")].reshape(2, 5).tolist() == [[True, True, False, False, False]] * 2
+        unpadded = TensorDictReplayBuffer(
+            storage=LazyTensorStorage(30), sampler=SliceSampler(slice_len=2, strict_length=False, pad_output=True)
+        )
+        unpadded.extend(episodes([2, 2]))
+        assert ("collector", "mask") not in unpadded.sample(4, return_info=True)[1]  # no slice was padded
         assert (sample["step"].reshape(2, 5) == torch.tensor([0, 1, 1, 1, 1])).all()
 
     def test_span(self):

@@ -39,6 +39,18 @@ class TestRoundRobinWriter:
         assert storage.get(torch.arange(4)).tolist() == [8, 9, 6, 7]
         assert writer._cursor == 2 and writer._write_count == 10
 
+    def test_empty_extend_raises(self):
+        # TorchRL 0.14.1: RuntimeError("Expected at least one element in extend...") for every storage
+        for storage, data in [(LazyTensorStorage(3), torch.zeros(0)), (ListStorage(3), []),
+                              (LazyTensorStorage(3), TensorDict(a=torch.zeros(0), batch_size=[0]))]:
+            rb = ReplayBuffer(storage=storage)
+            with pytest.raises(RuntimeError, match="expected at least one element, got an empty batch"):
+                rb.extend(data)
+            assert len(rb) == 0 and rb.write_count == 0
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(3), writer=TensorDictMaxValueWriter(rank_key="r"))
+        with pytest.raises(RuntimeError, match="expected at least one element"):
+            rb.extend(TensorDict(r=torch.zeros(0), batch_size=[0]))
+
     def test_list_storage(self):
         writer = RoundRobinWriter()
         storage = ListStorage(3)

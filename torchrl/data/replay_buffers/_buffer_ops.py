@@ -97,15 +97,12 @@ def flat_element_index(storage, rows: torch.Tensor) -> torch.Tensor:
 
 
 _MERGED_FLAGS = ("is_init", "terminated")
-_INFO_ONLY = (("collector", "mask"),)  # reported by sample(return_info=True) only, as in TorchRL
 
 
 def info_into_data(data: TensorDictBase, info: dict) -> TensorDictBase:
     """Writes the per-sample info (index, weights, slice flags) into the sampled tensordict."""
     batch = data.batch_size
     for key, value in info.items():
-        if key in _INFO_ONLY:
-            continue
         if key == "index" and isinstance(value, tuple):
             value = torch.stack(value, -1)
         if not isinstance(value, torch.Tensor):

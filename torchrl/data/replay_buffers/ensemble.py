@@ -182,6 +182,8 @@ class ReplayBufferEnsemble(ReplayBuffer):
             buffer_ids = torch.empty(data.shape[0], dtype=torch.long)
             index = torch.empty(data.shape[0], dtype=torch.long)
             for member, part, rows in routes:
+                if part.shape[0] == 0:  # nothing routed to this member (an empty extend raises)
+                    continue
                 buffer_ids[rows] = member
                 index[rows] = self._rbs[member].extend(part)
         return TensorDict(buffer_ids=buffer_ids, index=index, batch_size=[data.shape[0]])

@@ -67,8 +67,8 @@ class SliceSampler(Sampler):
             ``True`` keeps at least one step, ``i`` keeps at least ``slice_len - i`` steps. Implies
             ``strict_length=False``. Defaults to ``False``.
         pad_output (bool, optional): with ``strict_length=False``, pad short slices to full length by
-            repeating their last step, and report real steps in ``info[("collector", "mask")]`` (in the
-            info only, as in TorchRL: ``sample(return_info=True)``); ``ValueError`` with
+            repeating their last step, and report real steps in ``("collector", "mask")`` (in the info and
+            the sampled TensorDict, when some slice was padded, as in TorchRL); ``ValueError`` with
             ``strict_length=True``. Defaults to ``False``.
         compile (bool, optional): accepted for compatibility (no compiled path). Defaults to ``False``.
         use_gpu (bool or device, optional): compute boundaries on this device. Defaults to ``False``.
@@ -344,7 +344,8 @@ class SliceSampler(Sampler):
             keep = (rel >= 0) & (rel < length.unsqueeze(-1))
             if self.pad_output:
                 rel = torch.minimum(torch.maximum(rel, torch.zeros_like(rel)), (length - 1).unsqueeze(-1))
-                info[_MASK_KEY] = keep.reshape(-1)
+                if not bool(keep.all()):  # as in TorchRL: reported only when some slice was padded
+                    info[_MASK_KEY] = keep.reshape(-1)
         time = table.start[traj].unsqueeze(-1) + rel
         if table.wrap:
             time = time % table.rows

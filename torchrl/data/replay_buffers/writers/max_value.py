@@ -146,6 +146,11 @@ class TensorDictMaxValueWriter(Writer):
         return slot
 
     def extend(self, data: TensorDictBase) -> torch.Tensor:
+        if is_tensor_collection(data) and data.batch_size[:1] == (0,):
+            raise RuntimeError(
+                "TensorDictMaxValueWriter.extend: expected at least one element, got an empty batch. Skip the call "
+                "when there is nothing to write."
+            )
         ranks = self._rank(data, 1, "extend").tolist()
         index = [-1] * len(ranks)
         holder: dict[int, int] = {}  # slot -> element of this batch written there last

@@ -120,7 +120,10 @@ class RoundRobinWriter(Writer):
         shape = getattr(data, "shape", None)
         n = shape[0] if shape else storage._batch_len(data)
         if n == 0:
-            return torch.zeros(0, dtype=torch.long)
+            raise RuntimeError(
+                f"{type(self).__name__}.extend: expected at least one element, got an empty batch "
+                f"({type(data).__name__} of length 0). Skip the call when there is nothing to write."
+            )
         capacity = storage._capacity_rows if getattr(storage, "initialized", False) else self._capacity(data, single=False)
         cursor = self._cursor_value if self._shared is None else self._cursor
         written = n
