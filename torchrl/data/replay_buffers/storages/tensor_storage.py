@@ -269,7 +269,8 @@ class TensorStorage(Storage):
                 if not isinstance(src, torch.Tensor):
                     raise TypeError(f"{where}: entry {key} holds a {type(src).__name__}, expected a tensor.")
                 check_leaf(
-                    f"entry {key}", src, dst.shape[self.ndim :], dst.dtype, dims, where, strict_dtype=strict_dtype, check=check
+                    f"entry {key}", src, dst.shape[self.ndim :], dst.dtype, dims, where,
+                    strict_dtype=strict_dtype, check=check,
                 )
         return leaves
 
@@ -373,7 +374,7 @@ class TensorStorage(Storage):
         return state
 
     def __setstate__(self, state):
-        self.__dict__.update(state)
+        super().__setstate__(state)
         if self.initialized:
             self._adopt(self._storage, self._rows)
 
