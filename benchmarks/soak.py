@@ -112,6 +112,7 @@ def run(args) -> dict:
     rb = make_buffer(args, scratch)
     delivered, batches, killed, restarts, checkpoints, loadable = 0, 0, False, 0, 0, True
     warm_parent = warm_workers = None
+    trace: list[tuple[int, float]] = []  # (frames delivered, parent RSS MiB) at each checkpoint
     start = time.perf_counter()
     while True:
         try:
@@ -125,6 +126,7 @@ def run(args) -> dict:
                     warm_parent = rss_mib()
                     warm_workers = [rss_mib(p.pid) for p in collector._pool.procs]
                 if batches % args.checkpoint_every == 0:
+                    trace.append((delivered, round(rss_mib(), 1)))
                     save(ckpt, rb, collector, delivered)
                     checkpoints += 1
                     loadable &= verify(ckpt, args, scratch / f"check{checkpoints}", rb)
@@ -165,6 +167,7 @@ def run(args) -> dict:
     }
     for path in leaked:
         print(f"leaked: {path}", file=sys.stderr)
+    print("parent RSS (MiB) at each checkpoint:", trace, file=sys.stderr)
     return figures
 
 

@@ -139,7 +139,8 @@ class TestListStorage:
         assert sorted([rb[0], rb[1]]) == [4, 5]
 
     def test_tensors_of_different_shapes_do_not_collate(self):
-        rb = ReplayBuffer(storage=ListStorage(10), batch_size=3)
+        # without replacement: the three elements (three shapes) are in the sample, whatever the draw
+        rb = ReplayBuffer(storage=ListStorage(10), batch_size=3, sampler=SamplerWithoutReplacement())
         for i in range(3):
             rb.add(torch.zeros(i + 1))
         with pytest.raises(RuntimeError, match=r"shapes differ .*collate_fn=lambda x: x"):

@@ -17,6 +17,7 @@ from torchrl.data.replay_buffers import (
     ListStorage,
     Nested2TED,
     NestedStorageCheckpointer,
+    ReplayBuffer,
     StorageEnsemble,
     TED2Flat,
     TED2Nested,
@@ -378,3 +379,23 @@ class TestWriteChecks:
         env = dict(os.environ, TORCHRL_CHECK_MODE="1")
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
         assert out.stdout.strip() == "raised True", out.stderr
+
+
+@pytest.mark.parametrize("make", [lambda d: ListStorage(10), lambda d: LazyTensorStorage(10),
+                                  lambda d: LazyMemmapStorage(10, scratch_dir=d)], ids=["list", "tensor", "memmap"])
+def test_dropped_buffer_frees_its_storage_at_once(make, tmp_path):
+    # the storage holds its buffers weakly: no reference cycle keeps a dropped buffer (and its memmaps) alive
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        rb = ReplayBuffer(storage=make(tmp_path))
+        rb.extend(TensorDict({"a": torch.zeros(4)}, [4]))
+        alive = weakref.ref(rb.storage)
+        other = ReplayBuffer(storage=rb.storage)  # two buffers on one storage still hear each other's writes
+        assert rb.storage._attached_entities == [rb, other]
+        del rb, other
+        assert alive() is None
+    finally:
+        gc.enable()

@@ -1,6 +1,7 @@
 """``Storage``: the container a replay buffer reads from and writes into."""
 from __future__ import annotations
 
+import weakref
 from abc import abstractmethod
 from pathlib import Path
 from typing import Any, Iterator
@@ -44,7 +45,7 @@ class Storage:
     ) -> None:
         self.max_size = int(max_size) if max_size is not None else None
         self._compilable = compilable
-        self._attached_entities: list[Any] = []
+        self._attached_refs: list[weakref.ref] = []  # weak: a dropped buffer must not stay alive through us
         self._rng: torch.Generator | None = None
         self.checkpointer = checkpointer
 
@@ -85,10 +86,18 @@ class Storage:
     def checkpointer(self, value: StorageCheckpointerBase | None) -> None:
         self._checkpointer = self._default_checkpointer() if value is None else value
 
+    @property
+    def _attached_entities(self) -> list[Any]:
+        """The buffers and samplers attached to this storage that are still alive."""
+        return [e for e in (r() for r in self._attached_refs) if e is not None]
+
     def attach(self, buffer: Any) -> None:
-        """Registers a buffer (or sampler) that must hear about writes made through other buffers."""
-        if buffer not in self._attached_entities:
-            self._attached_entities.append(buffer)
+        """Registers a buffer (or sampler) that must hear about writes made through other buffers.
+
+        The storage holds it weakly, so that a buffer and its storage (which refer to each other) are freed,
+        memory maps included, as soon as the buffer is dropped rather than at the next garbage collection."""
+        if all(r() is not buffer for r in self._attached_refs):
+            self._attached_refs = [r for r in self._attached_refs if r() is not None] + [weakref.ref(buffer)]
 
     def __getitem__(self, item):
         return self.get(item)
@@ -167,8 +176,14 @@ class Storage:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state["_attached_entities"] = []
+        state["_attached_refs"] = []
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        state.pop("_attached_entities", None)  # pickles of earlier versions held the buffers themselves
+        state.setdefault("_attached_refs", [])
+        self.__dict__.update(state)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(max_size={self.max_size}, len={len(self)})"
