@@ -120,12 +120,17 @@ def test_stack_tds_matches_torch_stack(dim):
 
 
 def test_stack_tds_falls_back_on_mismatched_structures():
+    # as TorchRL's rollouts: elements whose keys or leaf shapes differ are stacked lazily
     a, b = _nested(), _nested()
     b.set("extra", torch.zeros(3))
-    with pytest.raises(RuntimeError):
-        torch.stack([a, b], 0)
-    with pytest.raises(RuntimeError):
-        stack_tds([a, b], 0)  # same error as tensordict's own stack, raised by the fallback
+    out = stack_tds([a, b], 0)
+    assert isinstance(out, LazyStackedTensorDict) and out.batch_size == (2, *a.batch_size)
+    assert "extra" not in out[0].keys() and torch.equal(out[1]["extra"], b["extra"])
+    c = _nested()
+    leaf = next(k for k, v in c.items() if isinstance(v, torch.Tensor))
+    c.set(leaf, torch.zeros(*c.batch_size, 7))  # same keys, another leaf shape
+    out = stack_tds([a, c], 0)
+    assert isinstance(out, LazyStackedTensorDict) and out[1][leaf].shape[-1] == 7
 
 
 def test_stack_tds_keys_in_another_order_and_leaf_type_mismatch():
@@ -137,11 +142,9 @@ def test_stack_tds_keys_in_another_order_and_leaf_type_mismatch():
     c = a.clone()
     leaf = next(k for k, v in a.items() if isinstance(v, torch.Tensor))
     c.set(leaf, TensorDict({"x": torch.zeros(a.batch_size)}, a.batch_size))  # a TensorDict where a has a tensor
-    with pytest.raises(Exception) as ours_err:
-        stack_tds([a, c], 0)
-    with pytest.raises(Exception) as ref_err:
-        torch.stack([a, c], 0)
-    assert type(ours_err.value) is type(ref_err.value)  # the fallback: tensordict's own stack and error
+    ours, ref = stack_tds([a, c], 0), LazyStackedTensorDict.maybe_dense_stack([a, c], 0)
+    assert type(ours) is type(ref) is LazyStackedTensorDict  # the fallback: tensordict's own (lazy) stack
+    assert torch.equal(ours[1][leaf, "x"], c[leaf, "x"]) and torch.equal(ours[0][leaf], a[leaf])
 
 
 @pytest.mark.parametrize("dim", [0, 1])

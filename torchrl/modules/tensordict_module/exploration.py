@@ -495,10 +495,11 @@ class AdditiveGaussianWrapper(_ExplorationWrapper):
     Examples:
         >>> import torch, warnings
         >>> from tensordict import TensorDict
+        >>> from torchrl.data import Unbounded
         >>> from torchrl.modules import Actor, AdditiveGaussianWrapper
         >>> with warnings.catch_warnings():
         ...     warnings.simplefilter("ignore")
-        ...     explore = AdditiveGaussianWrapper(Actor(torch.nn.Linear(3, 2)), safe=False)
+        ...     explore = AdditiveGaussianWrapper(Actor(torch.nn.Linear(3, 2), spec=Unbounded(2)), safe=False)
         >>> explore(TensorDict(observation=torch.randn(3)))["action"].shape
         torch.Size([2])
     """
