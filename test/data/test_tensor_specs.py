@@ -60,8 +60,29 @@ class TestConstruction:
         assert isinstance(Bounded(0.0, 1.0, shape=()), Bounded)
 
     def test_bounded_direct_subclass_defaults(self):
-        assert BoundedDiscrete(0, 3, shape=(2,)).dtype == torch.int64
+        # TorchRL: the dtype defaults to the default dtype whatever the class; a dtype picks the class again
+        assert BoundedDiscrete(0, 3, shape=(2,)).dtype == torch.float32
+        assert type(BoundedDiscrete(0, 3, shape=(2,))) is BoundedDiscrete
         assert BoundedContinuous(0, 3, shape=(2,)).dtype == torch.float32
+        assert type(BoundedContinuous(0, 3, shape=(2,), dtype=torch.int64)) is BoundedDiscrete
+        assert type(Bounded(0, 3, shape=(2,), dtype=torch.int64, domain="continuous")) is BoundedContinuous
+
+    def test_bounded_needs_shape_for_scalar_bounds(self):
+        with pytest.raises(RuntimeError, match="pass `shape` when both bounds are scalars"):
+            Bounded(-1.0, 1.0)
+        assert Bounded(torch.zeros(2), 1.0).shape == (2,)
+
+    def test_bounded_bounds_are_independent(self):
+        spec = Bounded(-1.0, 1.0, shape=(3,))
+        spec.space.low[0] = -2.0  # writes one bound only (the bounds are not an expanded view)
+        assert spec.low.tolist() == [-2.0, -1.0, -1.0]
+
+    def test_unbounded_domain_picks_class(self):
+        spec = Unbounded(3, domain="discrete")
+        assert type(spec) is UnboundedDiscrete and spec.dtype == torch.float32 and spec.domain == "discrete"
+        assert type(UnboundedContinuous(3, dtype=torch.int64)) is UnboundedDiscrete
+        assert type(Unbounded(2).to(torch.int64)) is UnboundedDiscrete
+        assert Unbounded(2).to(torch.float64).space.low[0].item() == torch.finfo(torch.float64).min
 
     def test_unbounded_dispatches_on_dtype(self):
         assert type(Unbounded(3)) is UnboundedContinuous
@@ -94,7 +115,7 @@ class TestConstruction:
         b = Bounded(-1.0, 1.0, shape=(2,))
         assert b.domain == "continuous" and isinstance(b.space, ContinuousBox)
         assert Categorical(3).domain == "discrete" and isinstance(Categorical(3).space, CategoricalBox)
-        assert isinstance(Binary(3).space, BinaryBox)
+        assert isinstance(Binary(3).space, CategoricalBox) and Binary(3).n == 2  # a two-category Categorical
         assert isinstance(MultiOneHot([2, 3]).space, BoxList)
         assert [box.n for box in MultiCategorical([2, 3]).space] == [2, 3]
 
@@ -130,9 +151,9 @@ class TestConstructionErrors:
         with pytest.raises(TypeError, match="requires both"):
             Bounded(low=0.0)
 
-    def test_bad_domain(self):
-        with pytest.raises(ValueError, match="domain must be"):
-            Bounded(0, 1, shape=(1,), domain="fuzzy")
+    def test_other_domain_is_discrete(self):
+        spec = Bounded(0, 1, shape=(1,), domain="fuzzy")
+        assert type(spec) is BoundedDiscrete and spec.domain == "fuzzy" and spec.dtype == torch.float32
 
     def test_one_hot_shape_must_end_with_n(self):
         with pytest.raises(ValueError, match=r"last dim of shape \(4, 2\) must equal n=3"):
@@ -153,9 +174,8 @@ class TestConstructionErrors:
             MultiOneHot([2, 3], shape=(4,))
 
     def test_bad_mask(self):
-        with pytest.raises(ValueError, match="boolean"):
-            Categorical(3, mask=torch.ones(3))
-        with pytest.raises(ValueError, match=r"mask of shape \(4,\) does not broadcast to \(3,\)"):
+        assert Categorical(3, mask=torch.tensor([1, 0, 1])).mask.tolist() == [True, False, True]
+        with pytest.raises(RuntimeError, match=r"mask of shape \(4,\) does not broadcast to \(3,\)"):
             Categorical(3, mask=torch.ones(4, dtype=torch.bool))
 
     def test_unknown_kwarg(self):
@@ -279,7 +299,7 @@ class TestAssertAndTypeCheck:
     def test_type_check(self):
         spec = Unbounded(3)
         spec.type_check(torch.zeros(3))
-        with pytest.raises(ValueError, match=r"at key 'obs': value has dtype torch.int64, expected torch.float32"):
+        with pytest.raises(TypeError, match=r"at key 'obs': value has dtype torch.int64, expected torch.float32"):
             spec.type_check(torch.zeros(3, dtype=torch.int64), "obs")
 
 
@@ -329,8 +349,16 @@ class TestConversions:
         batch = OneHot(4, shape=(2, 4))
         x = batch.rand()
         assert torch.equal(batch.encode(batch.to_numpy(x)), x)
-        with pytest.raises(ValueError, match=r"indices must be in \[0, 4\)"):
+        with pytest.raises(AssertionError, match=r"indices must be < n=4, got 7"):
             spec.encode(7)
+        with pytest.raises(RuntimeError, match=r"indices must be >= 0, got -1"):
+            spec.encode(-1)
+
+    def test_encode_shapes(self):
+        spec = Bounded(-1.0, 1.0, shape=(2,))
+        assert spec.encode(np.zeros((1, 2))).shape == (2,)  # same number of elements: reshaped
+        with pytest.raises(RuntimeError, match=r"value has shape \(5, 2\), which matches neither"):
+            spec.encode(np.zeros((5, 2)))
 
     def test_one_hot_register(self):
         spec = OneHot(3, use_register=True)
@@ -367,13 +395,18 @@ class TestConversions:
         assert mo.to_categorical_spec() == mc
 
     def test_index(self):
+        # TorchRL: gathered along the last dim, the index's last dim kept (expanded over the leading dims)
         values = torch.arange(12.0).reshape(4, 3)
-        assert Categorical(3).index(torch.tensor([0, 2, 1, 1]), values).tolist() == [0.0, 5.0, 7.0, 10.0]
-        onehot = torch.nn.functional.one_hot(torch.tensor([0, 2, 1, 1]), 3).bool()
-        assert OneHot(3).index(onehot, values).tolist() == [0.0, 5.0, 7.0, 10.0]
+        assert Categorical(3, shape=(1,)).index(torch.tensor([2]), values).tolist() == [[2.0], [5.0], [8.0], [11.0]]
+        assert Categorical(3, shape=(4, 1)).index(torch.tensor([[0], [2], [1], [1]]), values).tolist() == [
+            [0.0], [5.0], [7.0], [10.0]
+        ]
+        onehot = torch.tensor([[True, False, False, False], [False, False, False, True]])
+        assert OneHot(4, shape=(2, 4)).index(onehot, torch.arange(8.0).reshape(2, 4)).tolist() == [[0.0, 3.0], [4.0, 7.0]]
         mo = MultiOneHot([1, 2])
         assert mo.index(torch.tensor([True, False, True]), torch.tensor([5.0, 6.0, 7.0])).tolist() == [5.0, 7.0]
-        assert Unbounded(3).index(1, torch.tensor([1.0, 2.0, 3.0])).item() == 2.0
+        with pytest.raises(NotImplementedError, match="`index` is not implemented for UnboundedContinuous"):
+            Unbounded(3).index(1, torch.tensor([1.0, 2.0, 3.0]))
 
 
 # ---------------------------------------------------------------- masks
@@ -410,9 +443,11 @@ class TestMasks:
         with pytest.raises(ValueError, match="allows no value"):
             spec.rand()
 
-    def test_binary_rejects_mask(self):
-        with pytest.raises(ValueError, match="do not take masks"):
-            Binary(2).update_mask(torch.ones(2, dtype=torch.bool))
+    def test_binary_mask(self):
+        spec = Binary(2)
+        spec.update_mask(torch.tensor([[False, True], [True, False]]))  # per element: the two categories
+        assert spec.rand().tolist() == [1, 0]
+        assert spec.is_in(torch.tensor([1, 0], dtype=torch.int8)) and not spec.is_in(torch.tensor([0, 0], dtype=torch.int8))
 
     def test_mask_survives_shape_ops(self):
         mask = torch.tensor([[True, False, False], [False, False, True]])
@@ -426,42 +461,56 @@ class TestMasks:
 
 # ---------------------------------------------------------------- cardinality / enumerate
 class TestEnumerate:
+    """TorchRL's semantics: the leading dims are batch dims, each enumerated value fills all of them."""
+
     def test_categorical(self):
         assert Categorical(4).cardinality() == 4
         assert Categorical(4).enumerate().tolist() == [0, 1, 2, 3]
-        spec = Categorical(2, shape=(2,))
-        assert spec.cardinality() == 4
-        assert spec.enumerate().tolist() == [[0, 0], [0, 1], [1, 0], [1, 1]]
+        spec = Categorical(3, shape=(2,))
+        assert spec.cardinality() == 3
+        assert spec.enumerate().tolist() == [[0, 0], [1, 1], [2, 2]]
 
     def test_categorical_mask(self):
         spec = Categorical(4, mask=torch.tensor([True, False, True, False]))
         assert spec.enumerate(use_mask=True).tolist() == [0, 2]
-        assert len(spec.enumerate()) == 4
+        assert len(spec.enumerate()) == 4 and spec.cardinality() == 4
+        varying = Categorical(3, shape=(2,), mask=torch.tensor([[True, False, True], [False, True, True]]))
+        with pytest.raises(IndexError, match="the mask differs from one element to another"):
+            varying.enumerate(use_mask=True)
 
     def test_one_hot(self):
         assert OneHot(3).enumerate().int().tolist() == [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
         assert OneHot(3).cardinality() == 3
+        batched = OneHot(3, shape=(2, 3)).enumerate()
+        assert batched.shape == (3, 2, 3) and batched[1].int().tolist() == [[0, 1, 0], [0, 1, 0]]
 
     def test_binary_and_multi(self):
-        assert Binary(2).cardinality() == 4 and len(Binary(2).enumerate()) == 4
+        assert Binary(2).cardinality() == 2 and Binary(2).enumerate().tolist() == [[0, 0], [1, 1]]
         mc = MultiCategorical([2, 3])
         values = mc.enumerate()
         assert mc.cardinality() == 6 and len({tuple(v) for v in values.tolist()}) == 6
+        assert MultiCategorical([2, 3], shape=(4, 2)).enumerate().shape == (6, 4, 2)
         mo = MultiOneHot([2, 2])
         assert mo.cardinality() == 4 and all(mo.is_in(v) for v in mo.enumerate())
+        assert MultiOneHot([2, 3], shape=(4, 5)).enumerate().shape == (6, 4, 5)
 
     def test_bounded_discrete(self):
         spec = Bounded(0, 2, shape=(), dtype=torch.int64)
         assert spec.cardinality() == 3 and spec.enumerate().tolist() == [0, 1, 2]
+        assert Bounded(0, 2, shape=(2,), dtype=torch.int64).enumerate().tolist() == [[0, 0], [1, 1], [2, 2]]
 
     def test_continuous_cannot_enumerate(self):
         assert Bounded(0.0, 1.0, shape=(1,)).cardinality() == float("inf")
-        with pytest.raises(ValueError, match="cannot be enumerated"):
+        with pytest.raises(NotImplementedError, match="infinitely many values"):
             Bounded(0.0, 1.0, shape=(1,)).enumerate()
-        with pytest.raises(ValueError, match="to enumerate"):
+        with pytest.raises(NotImplementedError, match="infinitely many values"):
             Unbounded(1).enumerate()
+        with pytest.raises(NotImplementedError, match="`cardinality` is not implemented for Unbounded"):
+            Unbounded(1).cardinality()
 
     def test_every_enumerated_value_is_in(self, leaf):
+        if isinstance(leaf, Unbounded):
+            return
         if leaf.cardinality() == float("inf") or leaf.cardinality() > 10_000:
             small = leaf[0][:1] if leaf._feature_ndim == 0 else leaf[0]
             if small.cardinality() == float("inf"):
@@ -490,9 +539,13 @@ class TestShapeOps:
     def test_expand_singleton_and_errors(self):
         spec = Bounded(torch.zeros(1, 3), torch.ones(1, 3))
         assert spec.expand(5, 3).shape == (5, 3)
-        assert spec.expand(2, -1, 3).shape == (2, 1, 3)
-        with pytest.raises(ValueError, match="not compatible"):
+        # TorchRL: -1 makes a dim dynamic (it does not mean "keep"); only singleton/dynamic dims may change
+        dynamic = spec.expand(2, -1, 3)
+        assert dynamic.shape == (2, -1, 3) and dynamic.low.shape == (2, 1, 3)
+        with pytest.raises(ValueError, match="does not fit the spec's shape"):
             spec.expand(5, 4)
+        with pytest.raises(ValueError, match="does not fit the spec's shape"):
+            Unbounded((2, 3)).expand(4, -1, 3)
         with pytest.raises(ValueError, match="fewer dims"):
             spec.expand(3)
 
@@ -543,11 +596,15 @@ class TestShapeOps:
             oh.reshape(2, 6)
 
     def test_make_neg_dim(self):
-        spec = Unbounded((4, 3)).make_neg_dim(0)
+        spec = Unbounded((4, 3))
+        assert spec.make_neg_dim(0) is None  # in place, as TorchRL
         assert spec.shape == (-1, 3)
-        assert spec.is_in(torch.zeros(7, 3))
-        with pytest.raises(ValueError, match="-1 dim"):
-            Bounded(0.0, 1.0, shape=(2,)).make_neg_dim(0)
+        assert spec.is_in(torch.zeros(7, 3)) and spec.rand().shape == (1, 3)
+        bounded = Bounded(0.0, 1.0, shape=(2,))
+        bounded.make_neg_dim(0)
+        assert bounded.shape == (-1,) and bounded.low.shape == (2,)
+        with pytest.raises(ValueError, match="dim 2 is out of range"):
+            Unbounded((4, 3)).make_neg_dim(2)
 
     def test_ndim(self, leaf):
         assert leaf.ndim == leaf.ndimension() == 2

@@ -120,14 +120,21 @@ class TestKeys:
         assert "keys" in repr(spec.keys()).lower()
 
     def test_keys_is_leaf(self):
+        # TorchRL: is_leaf says which entries leaves_only keeps; nested Composites are still entered
         spec = env_spec()
         keys = list(spec.keys(True, True, is_leaf=lambda cls: True))
-        assert keys == ["observation", "action", "reward", "done", "info"]
+        assert keys == ["observation", "action", "reward", "done", ("info", "step_count"), "info"]
+        assert list(spec.keys(True, True, is_leaf=lambda cls: issubclass(cls, Composite))) == ["info"]
+
+    def test_nested_keys_come_before_their_parent(self):
+        assert list(env_spec().keys(True)) == ["observation", "action", "reward", "done", ("info", "step_count"), "info"]
 
     def test_step_mdp_static_only(self):
-        spec = env_spec()
-        spec["static"] = Composite(step_mdp_static=True)
-        assert list(spec.keys(True, step_mdp_static_only=True)) == ["static"]
+        # TorchRL: a Composite marked step_mdp_static is a leaf (not entered); other entries are unaffected
+        spec = Composite(a=Unbounded(1), n=Composite(x=Unbounded(1)), static=Composite(z=Unbounded(1), step_mdp_static=True))
+        assert list(spec.keys(True, True, step_mdp_static_only=True)) == ["a", ("n", "x"), "static"]
+        assert list(spec.keys(True, step_mdp_static_only=True)) == ["a", ("n", "x"), "n", "static"]
+        assert list(spec.keys(True, True)) == ["a", ("n", "x"), ("static", "z")]
 
     def test_iter_len_contains(self):
         spec = env_spec()
@@ -243,12 +250,14 @@ class TestGenerate:
         spec = env_spec()
         spec.type_check(spec.rand())
         spec.type_check(torch.zeros(2), "action")
-        with pytest.raises(ValueError, match="at key 'action': value has dtype torch.float64"):
+        with pytest.raises(TypeError, match="at key 'action': value has dtype torch.float64"):
             spec.type_check(torch.zeros(2, dtype=torch.float64), "action")
         bad = spec.rand()
         bad["info", "step_count"] = bad["info", "step_count"].float()
-        with pytest.raises(ValueError, match="step_count"):
+        with pytest.raises(TypeError, match="step_count"):
             spec.type_check(bad)
+        with pytest.raises(TypeError, match="pass the key of the tensor"):
+            spec.type_check(torch.zeros(2))
 
     def test_project(self):
         spec = env_spec()
@@ -286,7 +295,8 @@ class TestGenerate:
     def test_index(self):
         spec = Composite(a=Categorical(3, shape=(2,)))
         values = TensorDict({"a": torch.arange(6.0).reshape(2, 3)}, [])
-        assert spec.index(TensorDict({"a": torch.tensor([2, 0])}, []), values)["a"].tolist() == [2.0, 3.0]
+        with pytest.raises(NotImplementedError, match="`index` is not implemented for Composite"):
+            spec.index(TensorDict({"a": torch.tensor([2, 0])}, []), values)
 
     def test_names(self):
         spec = env_spec((3,))
@@ -336,8 +346,10 @@ class TestShapeOps:
         assert e.is_in(e.rand()) and spec.expand((5,)) == e and spec.expand(torch.Size([5])) == e
         e2 = env_spec((1,)).expand(3, 4)
         assert e2.shape == (3, 4) and e2["action"].shape == (3, 4, 2)
-        with pytest.raises(ValueError, match="not compatible"):
+        with pytest.raises(ValueError, match="does not fit the spec's shape"):
             env_spec((2,)).expand(3)
+        dynamic = env_spec((1,)).expand(3, -1)  # -1 makes the dim dynamic, as in TorchRL
+        assert dynamic.shape == (3, -1) and dynamic["action"].shape == (3, -1, 2)
 
     def test_index_matches_td(self):
         spec = env_spec((4, 3))
@@ -433,7 +445,7 @@ class TestStack:
         assert isinstance(out, Stacked) and out.shape == (2, 2) and len(out) == 2
         x = out.rand()
         assert out.is_in(x) and bool((x[1] >= 5).all()) and out.rand((3,)).shape == (3, 2, 2)
-        assert out[0] == a and out[1] == b and out.unbind(0) == (a, b)
+        assert out[0] == a and out[1] == b and out.unbind(0) == [a, b]
         assert not out.is_in(torch.zeros(2, 2))
         with pytest.raises(AssertionError, match="stack index 1"):
             out.assert_is_in(torch.zeros(2, 2))
@@ -465,7 +477,7 @@ class TestStack:
         b = Composite(obs=Unbounded(4))
         out = torch.stack([a, b], 0)
         assert isinstance(out, StackedComposite) and isinstance(out, Composite)
-        assert out.shape == (2,) and list(out.keys()) == ["obs"] and len(out) == 1
+        assert out.shape == (2,) and list(out.keys()) == ["obs"] and len(out) == 2  # len: stacked Composites
         td = out.rand()
         assert isinstance(td, LazyStackedTensorDict) and out.is_in(td)
         assert td[0]["extra"].shape == (1,) and td[1]["obs"].shape == (4,)
@@ -479,9 +491,9 @@ class TestStack:
         out = torch.stack([Composite(obs=Unbounded(3)), Composite(obs=Unbounded(4))], 0)
         out["action"] = Categorical(2, shape=(2,))
         assert out[0]["action"].shape == () and out.is_in(out.rand())
-        with pytest.raises(ValueError, match="entries along the stack dim"):
-            out["bad"] = Unbounded(3)
-        assert out.empty().shape == (2,) and len(out.empty()) == 0
+        out["each"] = Unbounded(3)  # a spec without the stack dim: every stacked Composite gets a copy
+        assert out[0]["each"] == Unbounded(3) and out["each"].shape == (2, 3)
+        assert out.empty().shape == (2,) and len(out.empty().keys()) == 0
         out.lock_()
         with pytest.raises(RuntimeError, match="locked"):
             out["x"] = Categorical(2, shape=(2,))

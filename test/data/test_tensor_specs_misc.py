@@ -28,18 +28,36 @@ class TestNonTensor:
     def test_errors(self):
         with pytest.raises(ValueError, match="exclusive"):
             NonTensor(batched=True, feature_dims=1)
-        with pytest.raises(RuntimeError, match="Cannot enumerate"):
+        with pytest.raises(NotImplementedError, match="Cannot enumerate"):
             NonTensor().cardinality()
 
     def test_shape_ops_keep_example(self):
         spec = NonTensor(shape=(3, 4), example_data="x")
         e = spec.expand(2, 3, 4)
-        assert e == NonTensor((2, 3, 4)) and e.example_data == "x"
+        assert e == NonTensor((2, 3, 4), example_data="x") and e != NonTensor((2, 3, 4))
         assert spec[0].shape == (4,) and spec.clone().example_data == "x"
 
     def test_encode_to_numpy(self):
         spec = NonTensor(shape=(), example_data="a")
-        assert spec.to_numpy(spec.encode("abc")) == "abc"
+        data = spec.encode("abc")
+        assert spec.to_numpy(data) is data and data.data == "abc"  # TorchRL: to_numpy returns the value
+
+    def test_generated_types(self):
+        # TorchRL: a leading shape stacks copies; batched=True gives one NonTensorData; feature_dims stacks
+        spec = NonTensor(shape=(2,), example_data=5)
+        assert type(spec.zero()).__name__ == "NonTensorData" and spec.zero().batch_size == (2,)
+        assert type(spec.zero((3,))).__name__ == "NonTensorStack" and spec.zero((3,)).batch_size == (3, 2)
+        assert type(NonTensor(shape=(), example_data=5).zero((3,))).__name__ == "NonTensorData"
+        assert type(NonTensor(shape=(2,), batched=True).zero((3,))).__name__ == "NonTensorData"
+        fd = NonTensor(shape=(2, 3), example_data="x", feature_dims=1).zero()
+        assert type(fd).__name__ == "NonTensorStack" and fd.batch_size == (2, 3)
+
+    def test_is_in_type_check_dtype(self):
+        spec = NonTensor(shape=(), example_data="a")
+        assert spec.is_in("raw data") and not spec.is_in(torch.zeros(()))
+        with pytest.raises(TypeError, match="expected non-tensor data"):
+            spec.type_check(torch.zeros(()))
+        assert spec.to(torch.float64).dtype is None and spec.domain is None
 
 
 class TestChoice:

@@ -81,7 +81,7 @@ def leaf_specs(draw, batch=None, min_batch=0):
     nvec = draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
     if kind == "multi_cat":
         mask = draw(masks(batch, sum(nvec))) if len(nvec) == 1 else None
-        return MultiCategorical(nvec, shape=(*batch, len(nvec)), mask=mask)
+        return MultiCategorical(nvec, shape=(*batch, len(nvec)), mask=mask, remove_singleton=False)
     return MultiOneHot(nvec, shape=(*batch, sum(nvec)))
 
 

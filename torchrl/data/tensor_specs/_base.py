@@ -20,6 +20,7 @@ from torchrl.data.tensor_specs._utils import (
     INDEX_TYPING,
     SHAPE_INDEX_TYPING,
     _device,
+    _expand_shape,
     _indent,
     _indexed_shape,
     _key_str,
@@ -28,6 +29,8 @@ from torchrl.data.tensor_specs._utils import (
     _norm_index,
     _shape_args,
     _shapes_compatible,
+    _DimError,
+    _ShapeError,
     _value_shape,
 )
 
@@ -178,10 +181,10 @@ class TensorSpec:
             raise AssertionError(self._explain(value))
 
     def type_check(self, value: torch.Tensor, key: Any = None) -> None:
-        """Raises ``ValueError`` when ``value``'s dtype is not the spec's dtype."""
+        """Raises ``TypeError`` when ``value``'s dtype is not the spec's dtype."""
         if value.dtype != self.dtype:
             where = f" at key {_key_str(key)}" if key is not None else ""
-            raise ValueError(
+            raise TypeError(
                 f"{type(self).__name__}{where}: value has dtype {value.dtype}, expected {self.dtype}; "
                 f"cast it with .to({self.dtype})."
             )
@@ -199,7 +202,7 @@ class TensorSpec:
         """Turns ``val`` (numpy array, list, number or tensor) into a tensor of the spec's dtype/device.
 
         A value with as many elements as the spec but another shape (e.g. a scalar reward for a
-        ``(1,)`` spec) is reshaped to the spec's shape.
+        ``(1,)`` spec) is reshaped to the spec's shape; any other shape raises ``RuntimeError``.
         """
         device = None if ignore_device else self._device
         if isinstance(val, torch.Tensor):
@@ -208,9 +211,9 @@ class TensorSpec:
             if isinstance(val, np.ndarray) and not val.flags.writeable:
                 val = val.copy()
             out = torch.as_tensor(val, dtype=self.dtype, device=device)
-        if out.shape != self.shape and not _shapes_compatible(out.shape, self.shape):
+        if out.shape != self.shape and not (out.ndim == self.ndim and _shapes_compatible(out.shape, self.shape)):
             if out.numel() != self.shape.numel():
-                raise ValueError(
+                raise _ShapeError(
                     f"{type(self).__name__}.encode: value has shape {tuple(out.shape)}, which matches neither "
                     f"the spec's shape {self.shape} nor its number of elements ({self.shape.numel()})."
                 )
@@ -224,8 +227,8 @@ class TensorSpec:
         return val.detach().cpu().numpy()
 
     def index(self, index: INDEX_TYPING, tensor_to_index: torch.Tensor | TensorDictBase) -> torch.Tensor | TensorDictBase:
-        """Indexes ``tensor_to_index`` with ``index`` (discrete specs gather along the last dim)."""
-        return tensor_to_index[index]
+        """Picks entries of ``tensor_to_index`` along its last dim (discrete specs only; see theirs)."""
+        raise NotImplementedError(f"`index` is not implemented for {type(self).__name__} specs.")
 
     def memoize_encode(self, mode: bool = True) -> None:
         """Turns encode memoization on or off (kept for API compatibility; encode is already direct)."""
@@ -239,12 +242,13 @@ class TensorSpec:
 
     # ------------------------------------------------------------------ enumeration
     def cardinality(self) -> int:
-        """The number of possible values."""
-        raise NotImplementedError(f"{type(self).__name__} must define cardinality.")
+        """The number of possible values of one element: the leading dims of a spec are batch dims, each
+        enumerated value fills all of them (``Categorical(4, shape=(2,))`` has cardinality 4)."""
+        raise NotImplementedError(f"`cardinality` is not implemented for {type(self).__name__} specs.")
 
     def enumerate(self, use_mask: bool = False) -> Any:
-        """All possible values, stacked along a new leading dim."""
-        raise NotImplementedError(f"{type(self).__name__} must define enumerate.")
+        """All possible values (see :meth:`cardinality`), stacked along a new leading dim."""
+        raise NotImplementedError(f"`enumerate` is not implemented for {type(self).__name__} specs.")
 
     # ------------------------------------------------------------------ shape ops
     def _feature_shape(self) -> torch.Size:
@@ -255,25 +259,21 @@ class TensorSpec:
         return self._rebuild(torch.Size((*new_batch, *self._feature_shape())), params)
 
     def expand(self: T, *shape: int) -> T:
-        """A spec with ``shape`` (new dims prepended; singleton dims may grow; ``-1`` keeps a dim)."""
-        new = _shape_args(shape)
-        old = self.shape
-        off = len(new) - len(old)
-        if off < 0:
-            raise ValueError(f"{type(self).__name__}.expand: shape {new} has fewer dims than the spec's shape {old}.")
-        new = torch.Size((*new[:off], *[o if n == -1 else n for o, n in zip(old, new[off:])]))
-        for o, n in zip(old, new[off:]):
-            if o != n and o != 1:
-                raise ValueError(
-                    f"{type(self).__name__}.expand: shape {new} is not compatible with the spec's shape {old}: "
-                    "the trailing dims must match it (only singleton dims can grow)."
-                )
+        """A spec with ``shape``: new dims are prepended, singleton (and dynamic) dims may grow.
+
+        As in TorchRL, ``-1`` is a dynamic dim (a size that changes from step to step), not "keep this
+        dim": it may replace a singleton or dynamic dim, or be a new leading dim.
+        """
+        new = _expand_shape(self, _shape_args(shape))
         f = self._feature_ndim
-        if f and new[len(new) - f :] != old[len(old) - f :]:
-            raise ValueError(f"{type(self).__name__}.expand: the feature dims {old[len(old) - f:]} cannot change.")
+        if f and new[len(new) - f :] != self.shape[self.ndim - f :]:
+            raise ValueError(f"{type(self).__name__}.expand: the feature dims {self.shape[self.ndim - f:]} cannot change.")
         nb = len(new) - f
         bnd = self._batch_ndim()
-        return self._with_batch(new[:nb], lambda v: v.expand(*new[:nb], *v.shape[bnd:]))
+        off = len(new) - self.ndim
+        # parameters: a new dynamic leading dim keeps one row; an existing dim that becomes dynamic keeps its size
+        target = [1 if (i < off and d == -1) else d for i, d in enumerate(new[:nb])]
+        return self._with_batch(new[:nb], lambda v: v.expand(*target, *v.shape[bnd:]))
 
     def __getitem__(self: T, idx: SHAPE_INDEX_TYPING) -> T:
         """Indexes the batch dims of the spec, as the same index would for a tensor drawn from it."""
@@ -295,9 +295,11 @@ class TensorSpec:
             dims = [i for i in range(bnd) if self.shape[i] == 1]
         else:
             d = _neg_dim(dim, self.ndim)
+            if self.shape[d] != 1:
+                return self  # as torch.squeeze: a non-singleton dim is left alone
             if d >= bnd:
                 raise ValueError(f"{type(self).__name__}.squeeze: dim {dim} is a feature dim and cannot be squeezed.")
-            dims = [d] if self.shape[d] == 1 else []
+            dims = [d]
         if not dims:
             return self
         new_batch = torch.Size([s for i, s in enumerate(self.shape[:bnd]) if i not in dims])
@@ -351,18 +353,19 @@ class TensorSpec:
         """Splits the spec along batch dim ``dim`` (like ``tensor.unbind``)."""
         d = _neg_dim(dim, self.ndim)
         if d >= self._batch_ndim():
-            raise ValueError(f"{type(self).__name__}.unbind: dim {dim} is a feature dim.")
+            raise _DimError(f"{type(self).__name__}.unbind: dim {dim} is a feature dim (the last {self._feature_ndim}).")
         pre = (slice(None),) * d
         return tuple(self[pre + (i,)] for i in range(self.shape[d]))
 
-    def make_neg_dim(self: T, dim: int) -> T:
-        """A spec whose dim ``dim`` has a variable size (``-1``)."""
+    def make_neg_dim(self, dim: int) -> None:
+        """Makes dim ``dim`` dynamic (``-1``: a size that changes from step to step), in place.
+
+        Per-element tensors (bounds, masks) keep their shape.
+        """
         d = _neg_dim(dim, self.ndim)
-        if self._params():
-            raise ValueError(f"{type(self).__name__}.make_neg_dim: a spec with per-element tensors cannot have a -1 dim.")
         shape = list(self.shape)
         shape[d] = -1
-        return self._rebuild(torch.Size(shape), {})
+        self.shape = torch.Size(shape)
 
     # ------------------------------------------------------------------ device / dtype / copies
     def to(self, dest: torch.dtype | DEVICE_TYPING) -> TensorSpec:

@@ -1,36 +1,41 @@
-"""``Binary``: vectors of 0/1 entries (e.g. a multi-binary action)."""
+"""``Binary``: tensors of 0/1 entries (e.g. a multi-binary action): a two-category ``Categorical``."""
 from __future__ import annotations
 
 from typing import Any
 
 import torch
 
-from torchrl.data.tensor_specs._base import TensorSpec
-from torchrl.data.tensor_specs._boxes import BinaryBox
 from torchrl.data.tensor_specs._categorical import Categorical
-from torchrl.data.tensor_specs._utils import _cartesian, _dtype, _leaf_device, _size, _value_shape
+from torchrl.data.tensor_specs._utils import _size, _value_shape
 
 __all__ = ["Binary"]
 
 
 class Binary(Categorical):
-    """A binary discrete tensor spec: every entry is 0 or 1.
+    """A binary discrete tensor spec: every entry is 0 or 1 (``False`` or ``True`` for a boolean dtype).
+
+    As in TorchRL, a ``Binary`` spec is a :class:`Categorical` spec with two categories: its space is
+    ``CategoricalBox(n=2)`` (so ``spec.n == 2``), every dim is an element dim (it can be indexed, unbound,
+    unsqueezed like a ``Categorical``'s) and ``enumerate`` gives the all-zeros and all-ones values. ``n``
+    only says the length of the last dim.
 
     Args:
-        n (int, optional): the length of the binary vectors (the last dim). Defaults to ``shape[-1]``.
+        n (int, optional): the length of the last dim. Defaults to ``shape[-1]``.
         shape (torch.Size, optional): the shape; its last dim must be ``n``. Defaults to ``(n,)``.
         device (torch.device, optional): the device.
         dtype (torch.dtype, optional): the dtype. Defaults to ``torch.int8``.
 
+    Raises:
+        TypeError: when neither ``n`` nor ``shape`` is given.
+        ValueError: when ``shape[-1]`` is not ``n``.
+
     Examples:
         >>> spec = Binary(4)
-        >>> spec.shape, spec.rand().dtype
-        (torch.Size([4]), torch.int8)
+        >>> spec.shape, spec.n, spec.rand().dtype
+        (torch.Size([4]), 2, torch.int8)
         >>> spec.is_in(torch.tensor([0, 1, 1, 0], dtype=torch.int8))
         True
     """
-
-    _feature_ndim = 1
 
     def __init__(
         self,
@@ -40,36 +45,28 @@ class Binary(Categorical):
         dtype: str | torch.dtype = torch.int8,
     ) -> None:
         if n is None and shape is None:
-            raise TypeError("Binary requires `n` or `shape`.")
+            raise TypeError("Binary: pass `n` (the length of the last dim) or `shape`.")
         shape = torch.Size((int(n),)) if shape is None else _size(shape)
-        if not len(shape):
-            raise ValueError("Binary: the shape must have at least one dim (the vector length n).")
-        if n is None:
-            n = shape[-1]
-        if shape[-1] != n:
+        if n is not None and (not len(shape) or shape[-1] != n):
             raise ValueError(f"Binary: the last dim of shape {tuple(shape)} must equal n={n}.")
-        TensorSpec.__init__(self, shape, BinaryBox(n), _leaf_device(device), _dtype(dtype, torch.int8), "discrete")
-        self.mask = None
-
-    def update_mask(self, mask: torch.Tensor | None) -> None:
-        if mask is not None:
-            raise ValueError("Binary specs do not take masks.")
-
-    def _params(self) -> dict[str, torch.Tensor]:
-        return {}
+        super().__init__(2, shape=shape, device=device, dtype=dtype)
 
     def _rebuild(self, shape: torch.Size, params: dict, **overrides: Any) -> Binary:
-        return Binary(
-            shape[-1], shape=shape, device=overrides.get("device", self._device), dtype=overrides.get("dtype", self.dtype)
-        )
+        out = Binary(shape=shape, device=overrides.get("device", self._device), dtype=overrides.get("dtype", self.dtype))
+        out.mask = params.get("mask")
+        return out
 
     def rand(self, shape: torch.Size = None) -> torch.Tensor:
+        if self.mask is not None:
+            return super().rand(shape)
         full = _value_shape(shape, self.shape)
         if self.dtype is torch.bool:
             return torch.rand(full, device=self._device) < 0.5
         return torch.randint(0, 2, full, dtype=self.dtype, device=self._device)
 
     def is_in(self, val: torch.Tensor) -> bool:
+        if self.mask is not None:
+            return super().is_in(val)
         if not self._check_tensor(val):
             return False
         return self.dtype is torch.bool or bool(((val == 0) | (val == 1)).all())
@@ -79,29 +76,10 @@ class Binary(Categorical):
         if len(bad):
             where = tuple(bad[0].tolist())
             return f" Value {val[where].item()} at index {where} is neither 0 nor 1."
-        return ""
+        return " A value is excluded by the mask."
 
     def _project(self, val: torch.Tensor) -> torch.Tensor:
         return (val > 0.5).to(self.dtype) if val.is_floating_point() else val.clamp(0, 1).to(self.dtype)
 
-    def index(self, index: Any, tensor_to_index: torch.Tensor) -> torch.Tensor:
-        return tensor_to_index[index]
-
-    def cardinality(self) -> int:
-        return 2 ** self.shape.numel()
-
-    def enumerate(self, use_mask: bool = False) -> torch.Tensor:
-        axes = [torch.arange(2, device=self._device)] * self.shape.numel()
-        return _cartesian(axes, self.shape).to(self.dtype)
-
-    def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
-        raise ValueError("Binary values are binary vectors already; they have no one-hot encoding.")
-
-    def to_one_hot_spec(self) -> TensorSpec:
-        raise ValueError("Binary values are binary vectors already; they have no one-hot spec.")
-
     def clone(self) -> Binary:
-        return self._rebuild(self.shape, {})
-
-    def _repr_fields(self) -> list[str]:
-        return TensorSpec._repr_fields(self)
+        return self._rebuild(self.shape, {"mask": None if self.mask is None else self.mask.clone()})

@@ -8,36 +8,37 @@ import torch
 from torchrl._deprecation import rename_kwargs
 from torchrl.data.tensor_specs._base import TensorSpec
 from torchrl.data.tensor_specs._boxes import ContinuousBox
-from torchrl.data.tensor_specs._utils import _cartesian, _dtype, _is_float, _leaf_device, _size, _value_shape
+from torchrl.data.tensor_specs._utils import _dtype, _is_float, _leaf_device, _ShapeError, _size, _value_shape
 
 __all__ = ["Bounded", "BoundedContinuous", "BoundedDiscrete"]
 
 _RENAMES = {"minimum": "low", "maximum": "high"}
 
 
-def _pick_class(args: tuple, kwargs: dict) -> type:
+def _pick_class(cls: type, args: tuple, kwargs: dict) -> type:
+    """TorchRL's rule: ``domain`` decides (anything but ``"continuous"`` is discrete), else the dtype does
+    (for ``Bounded`` and its subclasses alike); ``BoundedDiscrete()`` without a dtype stays discrete."""
     dtype = kwargs.get("dtype", args[4] if len(args) > 4 else None)
     domain = kwargs.get("domain", args[5] if len(args) > 5 else None)
-    dtype = _dtype(dtype, torch.get_default_dtype())
-    if domain is None:
-        continuous = _is_float(dtype)
-    elif domain in ("continuous", "discrete"):
-        continuous = domain == "continuous"
-    else:
-        raise ValueError(f"Bounded: domain must be 'continuous' or 'discrete', got {domain!r}.")
-    return BoundedContinuous if continuous else BoundedDiscrete
+    if domain is not None:
+        return BoundedContinuous if domain == "continuous" else BoundedDiscrete
+    if dtype is None and cls is not Bounded:
+        return cls
+    return BoundedContinuous if _is_float(_dtype(dtype, torch.get_default_dtype())) else BoundedDiscrete
 
 
 class Bounded(TensorSpec):
     """A bounded tensor spec: every element lies in ``[low, high]``.
 
     ``Bounded(...)`` returns a :class:`BoundedContinuous` for floating dtypes (the default) and a
-    :class:`BoundedDiscrete` for integer dtypes (or as ``domain`` says).
+    :class:`BoundedDiscrete` for integer dtypes (or as ``domain`` says: anything but ``"continuous"`` is
+    discrete). The dtype defaults to ``torch.get_default_dtype()`` whatever the class, as in TorchRL.
 
     Args:
         low (float or torch.Tensor): lower bound(s), broadcast to ``shape``.
         high (float or torch.Tensor): upper bound(s), broadcast to ``shape``.
-        shape (int or torch.Size, optional): the shape; defaults to the broadcast shape of the bounds.
+        shape (int or torch.Size, optional): the shape; defaults to the broadcast shape of the bounds
+            (required when both bounds are scalars).
         device (torch.device, optional): the device. Defaults to the bounds' device or the default device.
         dtype (torch.dtype, optional): the dtype. Defaults to ``torch.get_default_dtype()``.
         domain (str, optional): ``"continuous"`` or ``"discrete"``; defaults from the dtype.
@@ -59,9 +60,7 @@ class Bounded(TensorSpec):
     _default_dtype: torch.dtype | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any):
-        if cls is Bounded:
-            cls = _pick_class(args, kwargs)
-        return super().__new__(cls)
+        return super().__new__(_pick_class(cls, args, kwargs))
 
     def __init__(
         self,
@@ -82,18 +81,23 @@ class Bounded(TensorSpec):
                 raise TypeError(f"Bounded got unexpected keyword argument(s) {sorted(given)}.")
         if low is None or high is None:
             raise TypeError("Bounded requires both `low` and `high`.")
-        dtype = _dtype(dtype, self._default_dtype or torch.get_default_dtype())
+        dtype = _dtype(dtype, torch.get_default_dtype())
         if device is None and isinstance(low, torch.Tensor):
             device = low.device
         device = _leaf_device(device)
         low = torch.as_tensor(low, device=device).to(dtype)
         high = torch.as_tensor(high, device=device).to(dtype)
+        if shape is None and not low.ndim and not high.ndim:
+            raise _ShapeError(
+                "Bounded: pass `shape` when both bounds are scalars (e.g. Bounded(-1.0, 1.0, shape=(1,)))."
+            )
         try:
             shape = torch.broadcast_shapes(low.shape, high.shape) if shape is None else _size(shape)
             bounds = _value_shape(None, shape)  # a dynamic (-1) dim keeps one row of bounds
-            low, high = low.expand(bounds), high.expand(bounds)
+            # contiguous copies: writing one bound in place (spec.space.low[0] = ...) changes only that bound
+            low, high = low.expand(bounds).contiguous(), high.expand(bounds).contiguous()
         except RuntimeError:
-            raise ValueError(
+            raise _ShapeError(
                 f"Bounded: low (shape {tuple(low.shape)}) and high (shape {tuple(high.shape)}) do not broadcast "
                 f"to the spec's shape {tuple(shape) if shape is not None else None}."
             ) from None
@@ -105,6 +109,8 @@ class Bounded(TensorSpec):
                 f"high={high[where].item()}."
             )
         super().__init__(shape, ContinuousBox(low, high), device, dtype, "continuous" if self._continuous else "discrete")
+        if domain is not None:
+            self.domain = domain
 
     # ------------------------------------------------------------------ bounds
     @property
@@ -134,13 +140,17 @@ class Bounded(TensorSpec):
             shape=shape,
             device=overrides.get("device", self._device),
             dtype=overrides.get("dtype", self.dtype),
+            domain=None if "dtype" in overrides else self.domain,  # a new dtype picks the class again
         )
 
     def is_in(self, val: torch.Tensor) -> bool:
         if not self._check_tensor(val):
             return False
         box = self.space
-        return bool((val >= box._low).all()) and bool((val <= box._high).all())
+        try:
+            return bool((val >= box._low).all()) and bool((val <= box._high).all())
+        except RuntimeError:  # a dynamic (-1) dim whose bounds keep another size
+            return False
 
     def _explain_values(self, val: torch.Tensor) -> str:
         box = self.space
@@ -164,20 +174,32 @@ class Bounded(TensorSpec):
         return torch.clamp(val, box._low, box._high)
 
     def cardinality(self) -> int:
+        """``inf`` for continuous specs; for discrete ones with the same bounds everywhere, ``high - low + 1``
+        (each enumerated value fills the whole shape, as for :class:`Categorical`)."""
         if self._continuous:
             return float("inf")
-        box = self.space
-        return int(torch.prod((box._high.long() - box._low.long() + 1).double()).item())
+        lo, hi = self._uniform_int_bounds()
+        return hi - lo + 1
 
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:
+        """Every value of a discrete spec with the same bounds everywhere, each filling the whole shape."""
         if self._continuous:
-            raise ValueError("BoundedContinuous has infinitely many values: it cannot be enumerated.")
+            raise NotImplementedError(f"`enumerate` is not implemented for {type(self).__name__}: it has infinitely many values.")
+        lo, hi = self._uniform_int_bounds()
+        values = torch.arange(lo, hi + 1, device=self._device).to(self.dtype)
+        return values.reshape(-1, *[1] * self.ndim).expand(-1, *_value_shape(None, self.shape)).clone()
+
+    def _uniform_int_bounds(self) -> tuple[int, int]:
         box = self.space
-        axes = [
-            torch.arange(int(lo), int(hi) + 1, device=self._device)
-            for lo, hi in zip(box._low.reshape(-1), box._high.reshape(-1))
-        ]
-        return _cartesian(axes, self.shape).to(self.dtype)
+        if not box._low.numel():
+            return 0, -1
+        lo, hi = box._low.reshape(-1)[0], box._high.reshape(-1)[0]
+        if not (bool((box._low == lo).all()) and bool((box._high == hi).all())):
+            raise NotImplementedError(
+                f"{type(self).__name__}: cannot enumerate bounds that differ from one element to another "
+                "(each enumerated value fills the whole shape)."
+            )
+        return int(lo), int(hi)
 
     def clone(self) -> Bounded:
         return self._rebuild(self.shape, {"low": self.space.low.clone(), "high": self.space.high.clone()})
@@ -217,16 +239,16 @@ class BoundedContinuous(Bounded):
 
 
 class BoundedDiscrete(Bounded):
-    """A :class:`Bounded` spec with an integer dtype (``int64`` by default).
+    """A :class:`Bounded` spec with a discrete domain (pass an integer dtype: the default is
+    ``torch.get_default_dtype()``, as in TorchRL).
 
     Examples:
-        >>> spec = BoundedDiscrete(0, 5, shape=(2,))
+        >>> spec = BoundedDiscrete(0, 5, shape=(2,), dtype=torch.int64)
         >>> spec.dtype, spec.cardinality()
-        (torch.int64, 36)
+        (torch.int64, 6)
     """
 
     _continuous = False
-    _default_dtype = torch.int64
 
     def rand(self, shape: torch.Size = None) -> torch.Tensor:
         full = _value_shape(shape, self.shape)

@@ -7,22 +7,43 @@ import torch
 
 from torchrl.data.tensor_specs._base import _SPEC_CLASSES, TensorSpec
 from torchrl.data.tensor_specs._boxes import CategoricalBox
-from torchrl.data.tensor_specs._utils import _cartesian, _dtype, _leaf_device, _size, _value_shape
+from torchrl.data.tensor_specs._utils import _DimError, _dtype, _leaf_device, _size, _value_shape, _ValueRuntimeError
 
 __all__ = ["Categorical"]
 
 
 def _check_mask(owner: str, mask: torch.Tensor | None, shape: torch.Size, device: torch.device) -> torch.Tensor | None:
-    """A boolean mask broadcast to ``shape`` (``ValueError`` naming both shapes otherwise)."""
+    """A boolean mask broadcast to ``shape`` (non-zero entries of a numeric mask are allowed); an error naming
+    both shapes otherwise (``RuntimeError`` as in TorchRL, also a ``ValueError``)."""
     if mask is None:
         return None
     mask = torch.as_tensor(mask, device=device)
     if mask.dtype != torch.bool:
-        raise ValueError(f"{owner}: the mask must be a boolean tensor, got dtype {mask.dtype}.")
+        mask = mask != 0
     try:
         return mask.expand(shape)
     except RuntimeError:
-        raise ValueError(f"{owner}: mask of shape {tuple(mask.shape)} does not broadcast to {tuple(shape)}.") from None
+        raise _ValueRuntimeError(f"{owner}: mask of shape {tuple(mask.shape)} does not broadcast to {tuple(shape)}.") from None
+
+
+def _gather_last(index: torch.Tensor, tensor_to_index: torch.Tensor) -> torch.Tensor:
+    """``tensor_to_index`` gathered along its last dim at ``index`` (expanded over the leading dims; the last
+    dim of ``index`` is kept, as in TorchRL)."""
+    index = torch.as_tensor(index, device=tensor_to_index.device).long()
+    if not index.ndim:
+        index = index.unsqueeze(-1)
+    return tensor_to_index.gather(-1, index.expand(*tensor_to_index.shape[:-1], index.shape[-1]))
+
+
+def _same_rows(mask: torch.Tensor, owner: str) -> torch.Tensor:
+    """The one row of ``mask`` (last dim = categories) shared by every element, for ``enumerate``."""
+    rows = mask.reshape(-1, mask.shape[-1])
+    if rows.shape[0] and not bool((rows == rows[0]).all()):
+        raise _DimError(
+            f"{owner}.enumerate(use_mask=True): the mask differs from one element to another; each enumerated value "
+            "fills the whole shape, so only a mask shared by every element can be applied."
+        )
+    return rows[0] if rows.shape[0] else torch.ones(mask.shape[-1], dtype=torch.bool, device=mask.device)
 
 
 def _masked_draw(mask: torch.Tensor, owner: str) -> torch.Tensor:
@@ -96,7 +117,7 @@ class Categorical(TensorSpec):
         )
 
     def _no_n(self) -> ValueError:
-        return ValueError(f"{type(self).__name__} was built with n=-1: call set_provisional_n(n) before sampling.")
+        return _ValueRuntimeError(f"{type(self).__name__} was built with n=-1: call set_provisional_n(n) before sampling.")
 
     def rand(self, shape: torch.Size = None) -> torch.Tensor:
         full = _value_shape(shape, self.shape)
@@ -142,24 +163,24 @@ class Categorical(TensorSpec):
         return val.to(self.dtype)
 
     def index(self, index: Any, tensor_to_index: torch.Tensor) -> torch.Tensor:
-        """Picks, along the last dim of ``tensor_to_index``, the entry each category in ``index`` names."""
-        index = torch.as_tensor(index, device=tensor_to_index.device).long()
-        index = index.expand(tensor_to_index.shape[:-1]).unsqueeze(-1)
-        return tensor_to_index.gather(-1, index).squeeze(-1)
+        """Gathers ``tensor_to_index`` along its last dim at the categories of ``index`` (its last dim kept)."""
+        return _gather_last(index, tensor_to_index)
 
     def cardinality(self) -> int:
-        return self.space.n ** self.shape.numel()
+        """``n``: the leading dims are batch dims, each enumerated value fills all of them."""
+        return self.space.n
 
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:
+        """The ``n`` categories, each filling the spec's shape: shape ``(n, *shape)`` (with ``use_mask``, only
+        the categories the mask allows; the mask must then be the same for every element)."""
         n = self.space.n
         if n < 0:
             raise self._no_n()
-        everything = torch.arange(n, device=self._device)
+        values = torch.arange(n, device=self._device)
         if use_mask and self.mask is not None:
-            axes = [everything[m] for m in self.mask.reshape(-1, n)]
-        else:
-            axes = [everything] * self.shape.numel()
-        return _cartesian(axes, self.shape).to(self.dtype)
+            values = values[_same_rows(self.mask, type(self).__name__)]
+        shape = _value_shape(None, self.shape)
+        return values.to(self.dtype).reshape(-1, *[1] * len(shape)).expand(-1, *shape).clone()
 
     # ------------------------------------------------------------------ conversions
     def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:

@@ -11,6 +11,8 @@ from torchrl.data.tensor_specs._utils import (
     DEVICE_TYPING,
     INDEX_TYPING,
     _device,
+    _DimError,
+    _expand_shape,
     _indent,
     _indexed_shape,
     _key_str,
@@ -37,6 +39,14 @@ _RESERVED_KEYS = frozenset({"shape", "device", "dtype", "space"})
 
 class _NotASpecError(TypeError, AttributeError):
     """An entry that is not a spec: TorchRL raises AttributeError, the natural type is TypeError."""
+
+
+class _NotACompositeError(TypeError, ValueError):
+    """A nested key whose parent is a leaf: TorchRL raises TypeError, the natural type is ValueError."""
+
+
+class _ArgumentsError(TypeError, RuntimeError):
+    """Too many positional arguments: TorchRL raises RuntimeError, the natural type is TypeError."""
 
 
 def _default_is_leaf(cls: type) -> bool:
@@ -106,7 +116,7 @@ class Composite(TensorSpec):
         if shape is not None and batch_size is not None and _size(shape) != _size(batch_size):
             raise ValueError(f"Composite: got shape={tuple(shape)} and batch_size={tuple(batch_size)}; pass only one.")
         if len(args) > 1:
-            raise TypeError(f"Composite takes at most one positional argument (a mapping of specs), got {len(args)}.")
+            raise _ArgumentsError(f"Composite takes at most one positional argument (a mapping of specs), got {len(args)}.")
         self._shape = _size(shape if shape is not None else batch_size)
         self._device = _device(device)
         self._specs: dict[str, TensorSpec | None] = {}
@@ -116,7 +126,7 @@ class Composite(TensorSpec):
         self.step_mdp_static = step_mdp_static
         self.space = None
         self.dtype = None
-        self.domain = ""
+        self.domain = "composite"
         self._encode_memo_dict: dict = {}
         self._memoize = False
         if args:
@@ -210,7 +220,7 @@ class Composite(TensorSpec):
         if len(names) == 1 and isinstance(names[0], (list, tuple)):
             names = tuple(names[0])
         if len(names) != self.ndim:
-            raise ValueError(f"Composite.refine_names: got {len(names)} names for {self.ndim} dims.")
+            raise _DimError(f"Composite.refine_names: got {len(names)} names for {self.ndim} dims.")
         if self._names is not None:
             for old, new in zip(self._names, names):
                 if old is not None and new is not None and old != new:
@@ -309,7 +319,7 @@ class Composite(TensorSpec):
                 else:
                     cur._specs[k] = sub
             elif not isinstance(sub, Composite):
-                raise ValueError(
+                raise _NotACompositeError(
                     f"Composite: cannot set key {_key_str(key)}: {_key_str(_public(key[: depth + 1]))} is a "
                     f"{type(sub).__name__}, not a Composite."
                 )
@@ -403,18 +413,17 @@ class Composite(TensorSpec):
         step_mdp_static_only: bool = False,
         prefix: tuple[str, ...] = (),
     ):
+        # As TorchRL: nested entries come before their parent; with step_mdp_static_only a Composite marked
+        # step_mdp_static is a leaf (not entered); is_leaf only says which entries leaves_only keeps.
         is_leaf = is_leaf or _default_is_leaf
         for k, v in self._specs.items():
             full = (*prefix, k)
             key = full if prefix else k
-            if v is None or is_leaf(type(v)):
-                if not step_mdp_static_only:
-                    yield key, v
-                continue
-            if not leaves_only and (not step_mdp_static_only or v.step_mdp_static):
-                yield key, v
-            if include_nested:
+            static = step_mdp_static_only and isinstance(v, Composite) and v.step_mdp_static
+            if include_nested and isinstance(v, Composite) and not static:
                 yield from v._iter_items(include_nested, leaves_only, is_leaf, step_mdp_static_only, full)
+            if not leaves_only or v is None or static or is_leaf(type(v)):
+                yield key, v
 
     def keys(
         self,
@@ -591,7 +600,7 @@ class Composite(TensorSpec):
         """Checks dtypes: of ``value`` against ``self[selected_keys]`` for a tensor, of every entry for a TensorDict."""
         if isinstance(value, torch.Tensor):
             if selected_keys is None or not _is_key(selected_keys):
-                raise ValueError("Composite.type_check: pass the key of the tensor as selected_keys.")
+                raise TypeError("Composite.type_check: pass the key of the tensor as selected_keys.")
             self[selected_keys].type_check(value, selected_keys)
             return
         keys = list(self._specs) if selected_keys is None else ([selected_keys] if _is_key(selected_keys) else selected_keys)
@@ -626,14 +635,8 @@ class Composite(TensorSpec):
         return {k: spec.to_numpy(val.get(k)) for k, spec in self._specs.items() if spec is not None and k in val.keys()}
 
     def index(self, index: INDEX_TYPING, tensor_to_index: torch.Tensor | TensorDictBase) -> torch.Tensor | TensorDictBase:
-        """Indexes every entry of ``tensor_to_index`` with its spec (``index`` may be a TensorDict of indices)."""
-        out = tensor_to_index.empty()
-        for key, spec in self._specs.items():
-            if spec is None or key not in tensor_to_index.keys():
-                continue
-            idx = index.get(key) if isinstance(index, TensorDictBase) else index
-            out.set(key, spec.index(idx, tensor_to_index.get(key)))
-        return out
+        """Not implemented for Composites (as in TorchRL): index with the leaf specs."""
+        raise NotImplementedError("`index` is not implemented for Composite specs; use the leaf specs' index.")
 
     def cardinality(self) -> int:
         total = 1
@@ -664,15 +667,9 @@ class Composite(TensorSpec):
         return self._like({k: (v[idx] if v is not None else None) for k, v in self._specs.items()}, shape)
 
     def expand(self, *shape: tuple[int, ...] | torch.Size) -> Composite:
-        new = _shape_args(shape)
+        new = _expand_shape(self, _shape_args(shape))  # -1 makes a dim dynamic, as for leaves
         old = self._shape
         off = len(new) - len(old)
-        if off < 0:
-            raise ValueError(f"Composite.expand: shape {new} has fewer dims than the Composite's shape {old}.")
-        new = torch.Size((*new[:off], *[o if n == -1 else n for o, n in zip(old, new[off:])]))
-        for o, n in zip(old, new[off:]):
-            if o != n and o != 1:
-                raise ValueError(f"Composite.expand: shape {new} is not compatible with the Composite's shape {old}.")
         nd = len(old)
         specs = {k: (v.expand(*new, *v.shape[nd:]) if v is not None else None) for k, v in self._specs.items()}
         out = self._like(specs, new)
@@ -725,11 +722,15 @@ class Composite(TensorSpec):
         pre = (slice(None),) * d
         return tuple(self._index(pre + (i,)) for i in range(self._shape[d]))
 
-    def make_neg_dim(self, dim: int) -> Composite:
+    def make_neg_dim(self, dim: int) -> None:
+        """Makes dim ``dim`` of the Composite and of every entry dynamic (``-1``), in place."""
         d = _neg_dim(dim, self.ndim)
+        for v in self._specs.values():
+            if v is not None:
+                v.make_neg_dim(d)
         shape = list(self._shape)
         shape[d] = -1
-        return self._like({k: (v.make_neg_dim(d) if v is not None else None) for k, v in self._specs.items()}, torch.Size(shape))
+        self._shape = torch.Size(shape)
 
     # ------------------------------------------------------------------ copies / devices
     def to(self, dest: torch.dtype | DEVICE_TYPING) -> Composite:

@@ -9,7 +9,7 @@ import torch
 
 from torchrl.data.tensor_specs._base import TensorSpec
 from torchrl.data.tensor_specs._boxes import BoxList, CategoricalBox
-from torchrl.data.tensor_specs._categorical import Categorical, _check_mask, _masked_draw
+from torchrl.data.tensor_specs._categorical import Categorical, _check_mask, _gather_last, _masked_draw, _same_rows
 from torchrl.data.tensor_specs._one_hot import OneHot, _one_hot
 from torchrl.data.tensor_specs._utils import (
     _cartesian,
@@ -36,8 +36,8 @@ class MultiCategorical(Categorical):
         device (torch.device, optional): the device.
         dtype (torch.dtype, optional): the dtype. Defaults to ``torch.int64``.
         mask (torch.Tensor, optional): allowed categories, shape ``(*batch, sum(nvec))`` (1-D ``nvec``).
-        remove_singleton (bool, optional): kept for API compatibility; samples always have the spec's
-            shape (so that ``rand()`` is always ``is_in``).
+        remove_singleton (bool, optional): when the spec's shape is ``(1,)``, ``rand`` squeezes the last dim
+            of its samples (as TorchRL does). Defaults to ``True``.
 
     Examples:
         >>> spec = MultiCategorical([3, 2])
@@ -116,12 +116,18 @@ class MultiCategorical(Categorical):
         full = _value_shape(shape, self.shape)
         if self.mask is None:
             out = torch.randint(0, _BIG, full, device=self._device) % self.nvec
-            return out if self.dtype is torch.int64 else out.to(self.dtype)
+            return self._squeezed(out if self.dtype is torch.int64 else out.to(self.dtype))
         mask = self.mask.expand(*full[:-1], self.mask.shape[-1]) if shape else self.mask
         draws = [_masked_draw(m, "MultiCategorical") for m in mask.split(self._segments(), -1)]
-        return torch.stack(draws, -1).to(self.dtype)
+        out = torch.stack(draws, -1).to(self.dtype)
+        return self._squeezed(out)
+
+    def _squeezed(self, out: torch.Tensor) -> torch.Tensor:
+        return out.squeeze(-1) if self.remove_singleton and self.shape == (1,) else out
 
     def is_in(self, val: torch.Tensor) -> bool:
+        if self.remove_singleton and self.shape == (1,) and isinstance(val, torch.Tensor) and val.shape[-1:] != (1,):
+            val = val.unsqueeze(-1)  # a sample whose singleton dim rand squeezed
         if not self._check_tensor(val) or not bool((val >= 0).all()) or not bool((val < self.nvec).all()):
             return False
         if self.mask is None:
@@ -153,20 +159,29 @@ class MultiCategorical(Categorical):
             val = torch.stack(cols, -1)
         return val.to(self.dtype)
 
+    def _feature_nvec(self) -> torch.Tensor:
+        """The nvec of one element (the feature dims), shared by every batch element."""
+        bnd = self._batch_ndim()
+        first = self.nvec[(0,) * bnd] if bnd and self.nvec.numel() else self.nvec
+        if bnd and self.nvec.numel() and not bool((self.nvec == first).all()):
+            raise ValueError(f"MultiCategorical: nvec differs from one element to another: {self.nvec.tolist()}.")
+        return first
+
     def cardinality(self) -> int:
-        return math.prod(self.nvec.reshape(-1).tolist())
+        """The number of combinations of one element's entries (``prod(nvec)``)."""
+        return math.prod(self._feature_nvec().reshape(-1).tolist())
 
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:
-        flat = self.nvec.reshape(-1).tolist()
+        """Every combination of one element's entries, each filling the batch dims: shape
+        ``(cardinality, *shape)`` (with ``use_mask``, the mask must be the same for every element)."""
+        fnvec = self._feature_nvec()
+        axes = [torch.arange(n, device=self._device) for n in fnvec.reshape(-1).tolist()]
         if use_mask and self.mask is not None:
-            rows = self.mask.reshape(-1, self.mask.shape[-1])
-            axes = []
-            for row in rows:
-                for n, m in zip(self._segments(), row.split(self._segments())):
-                    axes.append(torch.arange(n, device=self._device)[m])
-        else:
-            axes = [torch.arange(n, device=self._device) for n in flat]
-        return _cartesian(axes, self.shape).to(self.dtype)
+            row = _same_rows(self.mask, "MultiCategorical")
+            axes = [a[m] for a, m in zip(axes, row.split(self._segments()))]
+        values = _cartesian(axes, fnvec.shape).to(self.dtype)
+        batch = _value_shape(None, self.shape[: self._batch_ndim()])
+        return values.reshape(-1, *[1] * len(batch), *fnvec.shape).expand(-1, *batch, *fnvec.shape).clone()
 
     def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
         """Concatenated one-hot (boolean) encodings of the entries of ``val``."""
@@ -191,7 +206,8 @@ class MultiCategorical(Categorical):
         return self
 
     def index(self, index: Any, tensor_to_index: torch.Tensor) -> torch.Tensor:
-        return tensor_to_index[index]
+        """Gathers ``tensor_to_index`` along its last dim at the entries of ``index`` (as ``Categorical``)."""
+        return _gather_last(index, tensor_to_index)
 
     def clone(self) -> MultiCategorical:
         return self._rebuild(self.shape, {"nvec": self.nvec.clone(), "mask": None if self.mask is None else self.mask.clone()})
@@ -341,20 +357,21 @@ class MultiOneHot(OneHot):
         return torch.stack(picks, -1)
 
     def cardinality(self) -> int:
-        return math.prod(self.nvec) ** self.shape[:-1].numel()
+        """The number of combinations of one vector's segments (``prod(nvec)``)."""
+        return math.prod(self.nvec)
 
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:
-        batch = self.shape[:-1]
-        axes = []
-        rows = self.mask.reshape(-1, self.shape[-1]) if (use_mask and self.mask is not None) else None
-        for p in range(batch.numel()):
-            segs = rows[p].split(self.nvec) if rows is not None else [None] * len(self.nvec)
-            for n, m in zip(self.nvec, segs):
-                a = torch.arange(n, device=self._device)
-                axes.append(a[m] if m is not None else a)
-        cats = _cartesian(axes, torch.Size((*batch, len(self.nvec)))).to(self._device)
-        out = torch.zeros((*cats.shape[:-1], sum(self.nvec)), dtype=self.dtype, device=self._device)
-        return out.scatter_(-1, cats + self._offsets, 1)
+        """Every combination of one vector's segments, each filling the batch dims: shape
+        ``(cardinality, *shape)`` (with ``use_mask``, the mask must be the same for every vector)."""
+        axes = [torch.arange(n, device=self._device) for n in self.nvec]
+        if use_mask and self.mask is not None:
+            row = _same_rows(self.mask, "MultiOneHot")
+            axes = [a[m] for a, m in zip(axes, row.split(self.nvec))]
+        cats = _cartesian(axes, torch.Size((len(self.nvec),))).to(self._device)
+        vectors = torch.zeros((cats.shape[0], sum(self.nvec)), dtype=self.dtype, device=self._device)
+        vectors.scatter_(-1, cats + self._offsets, 1)
+        batch = _value_shape(None, self.shape[:-1])
+        return vectors.reshape(-1, *[1] * len(batch), vectors.shape[-1]).expand(-1, *batch, vectors.shape[-1]).clone()
 
     def clone(self) -> MultiOneHot:
         return self._rebuild(self.shape, {"mask": None if self.mask is None else self.mask.clone()})

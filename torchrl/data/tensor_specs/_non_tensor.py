@@ -27,16 +27,20 @@ class NonTensor(TensorSpec):
     """A spec for non-tensor data.
 
     ``rand``, ``zero`` and ``one`` return a ``NonTensorData`` holding ``example_data`` (``None`` by
-    default) with the spec's shape as batch size; with ``batched=True`` they return a ``NonTensorStack``
-    of independent copies instead. ``is_in`` accepts ``NonTensorData`` / ``NonTensorStack`` values whose
-    batch size ends with the spec's shape.
+    default) with the spec's shape as batch size. As in TorchRL, a leading ``shape`` argument makes them
+    stack that many copies (a ``NonTensorStack``, or one ``NonTensorData`` for a 0-dim spec),
+    ``batched=True`` (the example is a whole batch) always gives one ``NonTensorData``, and with
+    ``feature_dims`` the copies are stacked over the batch dims (the last ``feature_dims`` dims belong to
+    one datum). ``is_in`` accepts ``NonTensorData`` / ``NonTensorStack`` values whose batch size ends with
+    the spec's shape, and plain Python objects (the data itself); it refuses tensors. ``dtype`` stays
+    ``None`` (``to(dtype)`` keeps it), ``domain`` is ``None``.
 
     Args:
         shape (int or torch.Size, optional): the shape. Defaults to ``(1,)``.
         device (torch.device, optional): the device. Defaults to ``None``.
         dtype (torch.dtype, optional): kept for API compatibility. Defaults to ``None``.
         example_data (Any, optional): the value used by ``rand`` / ``zero`` / ``one``.
-        batched (bool, optional): generate a stack of copies rather than one shared value.
+        batched (bool, optional): the example data is a whole batch: data is one ``NonTensorData``.
         feature_dims (int, optional): number of trailing dims that belong to one datum (exclusive with
             ``batched``).
 
@@ -63,7 +67,7 @@ class NonTensor(TensorSpec):
         if batched and feature_dims is not None:
             raise ValueError("NonTensor: `batched` and `feature_dims` are exclusive; pass only one.")
         shape = _DEFAULT_SHAPE if shape is None else _size(shape)
-        super().__init__(shape, None, None, dtype, "")
+        super().__init__(shape, None, None, dtype, None)
         self._device = _device(device)
         self.example_data = example_data
         self.batched = bool(batched)
@@ -89,14 +93,19 @@ class NonTensor(TensorSpec):
 
     def _make(self, shape: Any) -> NonTensorData | NonTensorStack:
         full = _cat_shape(shape, self.shape)
-        if not self.batched or not len(full):
+        if self.feature_dims is not None:
+            fd = min(self.feature_dims, len(full))
+            return self._stack(full[: len(full) - fd], full[len(full) - fd :])
+        lead = len(full) - len(self.shape)
+        if self.batched or not lead or not len(self.shape):
             return NonTensorData(data=self.example_data, batch_size=full, device=self._device)
-        return self._stack(full)
+        return self._stack(full[:lead], self.shape)
 
-    def _stack(self, full: torch.Size) -> NonTensorData | NonTensorStack:
-        if not len(full):
-            return NonTensorData(data=copy.deepcopy(self.example_data), batch_size=(), device=self._device)
-        return NonTensorStack(*[self._stack(full[1:]) for _ in range(full[0])], stack_dim=0)
+    def _stack(self, lead: torch.Size, inner: torch.Size) -> NonTensorData | NonTensorStack:
+        """Copies of ``NonTensorData(example, batch_size=inner)`` stacked over ``lead``."""
+        if not len(lead):
+            return NonTensorData(data=copy.deepcopy(self.example_data), batch_size=inner, device=self._device)
+        return NonTensorStack(*[self._stack(lead[1:], inner) for _ in range(lead[0])], stack_dim=0)
 
     def rand(self, shape=None):
         return self._make(shape)
@@ -108,7 +117,11 @@ class NonTensor(TensorSpec):
         return self._make(shape)
 
     def is_in(self, val: Any) -> bool:
-        return is_non_tensor(val) and _shapes_compatible(val.batch_size, self.shape)
+        if isinstance(val, (torch.Tensor, TensorDictBase)) and not is_non_tensor(val):
+            return False
+        if not is_non_tensor(val):
+            return True  # the data itself
+        return _shapes_compatible(val.batch_size, self.shape)
 
     def _explain(self, val: Any, key: Any = None) -> str:
         where = "NonTensor" + (f" at key {key!r}" if key is not None else "")
@@ -117,7 +130,10 @@ class NonTensor(TensorSpec):
         return f"{where}: value has batch size {val.batch_size}, which does not end with the spec's shape {self.shape}."
 
     def type_check(self, value: Any, key: Any = None) -> None:
-        """Non-tensor data has no dtype to check."""
+        """Refuses tensors (non-tensor data has no dtype to check); ``TypeError`` as in TorchRL."""
+        if isinstance(value, torch.Tensor):
+            where = f" at key {key!r}" if key is not None else ""
+            raise TypeError(f"NonTensor{where}: got a tensor of dtype {value.dtype}; expected non-tensor data.")
 
     def _project(self, val: Any) -> Any:
         return val
@@ -128,24 +144,23 @@ class NonTensor(TensorSpec):
         return NonTensorData(data=val, batch_size=self.shape, device=None if ignore_device else self._device)
 
     def to_numpy(self, val: torch.Tensor | TensorDictBase, safe: bool | None = None) -> np.ndarray | dict:
+        """``val`` itself (non-tensor data has no numpy form), as in TorchRL."""
         if safe:
             self.assert_is_in(val)
-        if isinstance(val, NonTensorData):
-            return val.data
-        return val.tolist()
+        return val
 
     def index(self, index: Any, tensor_to_index: torch.Tensor | TensorDictBase) -> torch.Tensor | TensorDictBase:
-        return tensor_to_index[index]
+        raise NotImplementedError("`index` is not implemented for NonTensor specs.")
 
     def cardinality(self) -> Any:
-        raise RuntimeError("Cannot enumerate a NonTensor spec: its values are arbitrary objects.")
+        raise NotImplementedError("Cannot enumerate a NonTensor spec: its values are arbitrary objects.")
 
     def enumerate(self, use_mask: bool = False) -> Any:
-        raise RuntimeError("Cannot enumerate a NonTensor spec: its values are arbitrary objects.")
+        raise NotImplementedError("Cannot enumerate a NonTensor spec: its values are arbitrary objects.")
 
     def to(self, dest: torch.dtype | DEVICE_TYPING) -> NonTensor:
         if isinstance(dest, torch.dtype):
-            return self._rebuild(self.shape, {}, dtype=dest)
+            return self.clone()  # non-tensor data has no dtype: kept as it is
         dest = _device(dest)
         if dest == self._device:
             return self
@@ -154,5 +169,30 @@ class NonTensor(TensorSpec):
     def clone(self) -> NonTensor:
         return self._rebuild(self.shape, {})
 
+    def __eq__(self, other: Any) -> bool:
+        return (
+            type(other) is NonTensor
+            and self.shape == other.shape
+            and self._device == other._device
+            and self.dtype == other.dtype
+            and _same_data(self.example_data, other.example_data)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
     def _repr_fields(self) -> list[str]:
-        return [f"shape={self.shape}", f"device={self._device}", f"dtype={self.dtype}", f"example_data={self.example_data!r}"]
+        return [
+            f"shape={self.shape}",
+            "space=None",
+            f"device={self._device}",
+            f"dtype={self.dtype}",
+            f"domain={self.domain}",
+            f"example_data={self.example_data}",
+        ]
+
+
+def _same_data(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - e.g. arrays whose == is elementwise
+        return a is b

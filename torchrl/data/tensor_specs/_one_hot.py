@@ -8,8 +8,8 @@ import torch
 
 from torchrl.data.tensor_specs._base import TensorSpec
 from torchrl.data.tensor_specs._boxes import CategoricalBox
-from torchrl.data.tensor_specs._categorical import Categorical, _check_mask, _masked_draw
-from torchrl.data.tensor_specs._utils import _cartesian, _dtype, _leaf_device, _shapes_compatible, _size, _value_shape
+from torchrl.data.tensor_specs._categorical import Categorical, _check_mask, _gather_last, _masked_draw, _same_rows
+from torchrl.data.tensor_specs._utils import _dtype, _leaf_device, _shapes_compatible, _size, _value_shape
 
 __all__ = ["OneHot"]
 
@@ -142,8 +142,11 @@ class OneHot(TensorSpec):
             return val.to(self.dtype)
         n = self.space.n
         val = val.long()
-        if bool(((val < 0) | (val >= n)).any()):
-            raise ValueError(f"{type(self).__name__}.encode: category indices must be in [0, {n}), got {val.tolist()}.")
+        # TorchRL's types: AssertionError for an index >= n, RuntimeError for a negative one
+        if bool((val >= n).any()):
+            raise AssertionError(f"{type(self).__name__}.encode: category indices must be < n={n}, got {val.tolist()}.")
+        if bool((val < 0).any()):
+            raise RuntimeError(f"{type(self).__name__}.encode: category indices must be >= 0, got {val.tolist()}.")
         return _one_hot(val, n, self.dtype)
 
     def to_numpy(self, val: torch.Tensor, safe: bool | None = None) -> np.ndarray:
@@ -171,23 +174,25 @@ class OneHot(TensorSpec):
         return val.shape == lead or val.shape == lead + (1,)
 
     def index(self, index: torch.Tensor, tensor_to_index: torch.Tensor) -> torch.Tensor:
-        """Picks, along the last dim of ``tensor_to_index``, the entry each one-hot ``index`` points to."""
+        """Gathers ``tensor_to_index`` along its last dim at the categories the one-hot ``index`` points to
+        (the categories' dim is kept, as in TorchRL)."""
         if not isinstance(index, torch.Tensor):
             raise ValueError(f"{type(self).__name__}.index expects a one-hot tensor index, got {type(index).__name__}.")
-        idx = index.long().argmax(-1).expand(tensor_to_index.shape[:-1]).unsqueeze(-1)
-        return tensor_to_index.gather(-1, idx).squeeze(-1)
+        return _gather_last(index.long().argmax(-1), tensor_to_index)
 
     def cardinality(self) -> int:
-        return self.space.n ** self.shape[:-1].numel()
+        """``n``: the leading dims are batch dims, each enumerated value fills all of them."""
+        return self.space.n
 
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:
+        """The ``n`` one-hot vectors, each filling the batch dims: shape ``(n, *shape)`` (with ``use_mask``,
+        only the allowed ones; the mask must then be the same for every element)."""
         n = self.space.n
-        everything = torch.arange(n, device=self._device)
+        eye = torch.eye(n, dtype=self.dtype, device=self._device)
         if use_mask and self.mask is not None:
-            axes = [everything[m] for m in self.mask.reshape(-1, n)]
-        else:
-            axes = [everything] * self.shape[:-1].numel()
-        return _one_hot(_cartesian(axes, self.shape[:-1]).to(self._device), n, self.dtype)
+            eye = eye[_same_rows(self.mask, type(self).__name__)]
+        batch = _value_shape(None, self.shape[:-1])
+        return eye.reshape(-1, *[1] * len(batch), n).expand(-1, *batch, n).clone()
 
     # ------------------------------------------------------------------ conversions
     def to_categorical(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:

@@ -19,16 +19,20 @@ from torchrl.data.tensor_specs._composite import Composite
 from torchrl.data.tensor_specs._utils import (
     DEVICE_TYPING,
     INDEX_TYPING,
-    _cartesian,
     _indent,
     _neg_dim,
     _norm_index,
     _shape_args,
     _shapes_compatible,
+    _ValueRuntimeError,
 )
 from torchrl.data.tensor_specs._views import _is_key
 
 __all__ = ["Stacked", "StackedComposite"]
+
+
+class _TypeIndexError(TypeError, IndexError):
+    """An index a lazy stack cannot take: TorchRL raises TypeError, the natural type is IndexError."""
 
 
 def _leading(shape: Any) -> tuple:
@@ -87,7 +91,7 @@ class _LazyStackedMixin:
     def _index_stack(self, idx: Any):
         idx = _norm_index(idx, self.ndim)
         if any(i is None or (isinstance(i, torch.Tensor) and i.dtype == torch.bool and i.ndim > 1) for i in idx):
-            raise IndexError(f"{type(self).__name__}: indexing with None or multi-dim masks is not supported.")
+            raise _TypeIndexError(f"{type(self).__name__}: indexing with None or multi-dim masks is not supported.")
         idx = idx + (slice(None),) * (self.ndim - len(idx))
         pre, sel, post = idx[: self.dim], idx[self.dim], idx[self.dim + 1 :]
         per = pre + post
@@ -110,10 +114,12 @@ class _LazyStackedMixin:
         new = _shape_args(shape)
         off = len(new) - self.ndim
         if off < 0 or not _shapes_compatible(self.shape, new[off:]) and not _shapes_compatible(new[off:], self.shape):
-            raise ValueError(f"{type(self).__name__}.expand: shape {new} is not compatible with {self.shape}.")
+            raise _ValueRuntimeError(f"{type(self).__name__}.expand: shape {new} is not compatible with {self.shape}.")
         for i, (o, n) in enumerate(zip(self.shape, new[off:])):
             if n not in (o, -1) and o != -1:
-                raise ValueError(f"{type(self).__name__}.expand: only new leading dims can be added; got {new} for {self.shape}.")
+                raise _ValueRuntimeError(
+                    f"{type(self).__name__}.expand: only new leading dims can be added; got {new} for {self.shape}."
+                )
         return self._restack([s.expand(*new[:off], *s.shape) for s in self._stack], self.dim + off)
 
     def unsqueeze(self, dim: int):
@@ -140,9 +146,10 @@ class _LazyStackedMixin:
         return self._restack([s.squeeze(sub_d) for s in self._stack], self.dim - (d < self.dim))
 
     def unbind(self, dim: int = 0):
+        """The stacked specs (a list, as in TorchRL) along the stack dim; a tuple of stacks along another dim."""
         d = _neg_dim(dim, self.ndim)
         if d == self.dim:
-            return tuple(self._stack)
+            return list(self._stack)
         sub_d = d if d < self.dim else d - 1
         parts = [s.unbind(sub_d) for s in self._stack]
         new_dim = self.dim - (d < self.dim)
@@ -152,7 +159,10 @@ class _LazyStackedMixin:
         new = _shape_args(shape)
         if new == self.shape:
             return self
-        raise ValueError(f"{type(self).__name__} cannot be reshaped (from {self.shape} to {new}); index or unbind it instead.")
+        raise NotImplementedError(
+            f"`reshape` is not implemented for {type(self).__name__} specs (from {self.shape} to {new}); index or "
+            "unbind it instead."
+        )
 
     def clone(self):
         return self._restack([s.clone() for s in self._stack], self.dim)
@@ -176,10 +186,10 @@ class _LazyStackedMixin:
     __hash__ = None  # type: ignore[assignment]
 
     def cardinality(self, *args: Any, **kwargs: Any) -> Any:
-        total = 1
-        for s in self._stack:
-            total *= s.cardinality()
-        return total
+        raise NotImplementedError(f"`cardinality` is not implemented for {type(self).__name__} specs.")
+
+    def enumerate(self, use_mask: bool = False) -> Any:
+        raise NotImplementedError(f"`enumerate` is not implemented for {type(self).__name__} specs.")
 
     def _unbind_value(self, value: Any) -> list:
         if isinstance(value, (list, tuple)):
@@ -189,16 +199,16 @@ class _LazyStackedMixin:
         return list(value.unbind(self._stack_dim_from_end()))
 
     def index(self, index: INDEX_TYPING, tensor_to_index: torch.Tensor | TensorDictBase) -> torch.Tensor | TensorDictBase:
-        d = self._stack_dim_from_end()
-        idx = index.unbind(d) if isinstance(index, (torch.Tensor, TensorDictBase)) else [index] * len(self._stack)
-        parts = [s.index(i, t) for s, i, t in zip(self._stack, idx, tensor_to_index.unbind(d))]
-        return self._gather(parts, ())
+        """As the stacked specs' ``index`` (they index alike)."""
+        return self._stack[0].index(index, tensor_to_index)
 
-    def make_neg_dim(self, dim: int):
+    def make_neg_dim(self, dim: int) -> None:
+        """Makes dim ``dim`` of every stacked spec dynamic (``-1``), in place."""
         d = _neg_dim(dim, self.ndim)
         if d == self.dim:
             raise ValueError(f"{type(self).__name__}.make_neg_dim: the stack dim {dim} has a fixed size.")
-        return self._restack([s.make_neg_dim(d if d < self.dim else d - 1) for s in self._stack], self.dim)
+        for s in self._stack:
+            s.make_neg_dim(d if d < self.dim else d - 1)
 
     def __repr__(self) -> str:
         inner = ",\n".join(repr(s) for s in self._stack)
@@ -229,7 +239,7 @@ class Stacked(_LazyStackedMixin, TensorSpec):
         _LazyStackedMixin.__init__(self, *specs, dim=dim)
         first = self._stack[0]
         self.dtype = first.dtype
-        self.domain = first.domain
+        self.domain = ""
         self._encode_memo_dict = {}
         self._memoize = False
 
@@ -300,10 +310,6 @@ class Stacked(_LazyStackedMixin, TensorSpec):
             self.assert_is_in(val)
         return val.detach().cpu().numpy()
 
-    def enumerate(self, use_mask: bool = False) -> torch.Tensor | TensorDictBase:
-        values = [s.enumerate(use_mask) for s in self._stack]
-        grid = _cartesian([torch.arange(len(v)) for v in values], torch.Size([len(values)]))
-        return torch.stack([v[grid[:, i]] for i, v in enumerate(values)], self.dim + 1)
 
 
 class StackedComposite(_LazyStackedMixin, Composite):
@@ -339,7 +345,7 @@ class StackedComposite(_LazyStackedMixin, Composite):
         self.step_mdp_static = False
         self.space = None
         self.dtype = None
-        self.domain = ""
+        self.domain = "composite"
         self._encode_memo_dict = {}
         self._memoize = False
 
@@ -364,7 +370,8 @@ class StackedComposite(_LazyStackedMixin, Composite):
         return torch.stack(entries, self.dim)
 
     def __len__(self) -> int:
-        return len(self._specs)
+        """The number of stacked Composites (as TorchRL; ``len(spec.keys())`` counts the shared keys)."""
+        return len(self._stack)
 
     def __iter__(self):
         return iter(self._specs)
@@ -387,13 +394,10 @@ class StackedComposite(_LazyStackedMixin, Composite):
             parts = value._stack
         elif value is None:
             parts = [None] * len(self._stack)
-        else:
-            if value.ndim < self.ndim or value.shape[self.dim] != len(self._stack):
-                raise ValueError(
-                    f"StackedComposite: key {key!r} has shape {value.shape}; it must have {len(self._stack)} "
-                    f"entries along the stack dim {self.dim} (shape {self.shape})."
-                )
+        elif value.ndim >= self.ndim and value.shape[self.dim] == len(self._stack):
             parts = value.unbind(self.dim)
+        else:  # a spec for one stacked Composite: each of them gets a copy
+            parts = [value.clone() for _ in self._stack]
         for s, v in zip(self._stack, parts):
             s[key] = v
 
@@ -493,11 +497,6 @@ class StackedComposite(_LazyStackedMixin, Composite):
             out[k] = np.stack(items, self.dim) if same else items
         return out
 
-    def enumerate(self, use_mask: bool = False) -> TensorDictBase:
-        values = [s.enumerate(use_mask) for s in self._stack]
-        grid = _cartesian([torch.arange(v.shape[0]) for v in values], torch.Size([len(values)]))
-        rows = [lazy_stack([v[int(grid[r, i])] for i, v in enumerate(values)], self.dim) for r in range(grid.shape[0])]
-        return lazy_stack(rows, 0)
 
 
 @TensorSpec.implements_for_spec(torch.stack)
@@ -510,10 +509,12 @@ def _stack_specs(list_of_spec: Sequence[TensorSpec], dim: int = 0, *, out: Any =
         raise ValueError("torch.stack needs at least one spec.")
     composite = [isinstance(s, Composite) for s in specs]
     if any(composite) and not all(composite):
-        raise ValueError("torch.stack cannot mix Composite and leaf specs.")
+        raise _ValueRuntimeError("torch.stack cannot mix Composite and leaf specs.")
     ndim = specs[0].ndim
     if any(s.ndim != ndim for s in specs):
-        raise ValueError(f"torch.stack: the specs must have the same number of dims; got shapes {[tuple(s.shape) for s in specs]}.")
+        raise _ValueRuntimeError(
+            f"torch.stack: the specs must have the same number of dims; got shapes {[tuple(s.shape) for s in specs]}."
+        )
     d = dim if dim >= 0 else dim + ndim + 1
     if not 0 <= d <= ndim:
         raise ValueError(f"torch.stack: dim {dim} is out of range for specs with {ndim} dims.")
@@ -524,7 +525,7 @@ def _stack_specs(list_of_spec: Sequence[TensorSpec], dim: int = 0, *, out: Any =
     if all(composite):
         return StackedComposite(*specs, dim=d)
     if len({type(s) for s in specs}) != 1:
-        raise ValueError(f"torch.stack: cannot stack specs of different classes {[type(s).__name__ for s in specs]}.")
+        raise _ValueRuntimeError(f"torch.stack: cannot stack specs of different classes {[type(s).__name__ for s in specs]}.")
     if len({s.dtype for s in specs}) != 1:
-        raise ValueError(f"torch.stack: cannot stack specs of different dtypes {[s.dtype for s in specs]}.")
+        raise _ValueRuntimeError(f"torch.stack: cannot stack specs of different dtypes {[s.dtype for s in specs]}.")
     return Stacked(*specs, dim=d)

@@ -25,8 +25,9 @@ def _int_range(dtype: torch.dtype) -> tuple[int, int]:
 class Unbounded(TensorSpec):
     """An unbounded tensor spec.
 
-    ``Unbounded(...)`` returns an :class:`UnboundedContinuous` for floating dtypes (the default) and an
-    :class:`UnboundedDiscrete` for integer and boolean dtypes.
+    ``Unbounded(...)`` (and either subclass) returns an :class:`UnboundedContinuous` for floating dtypes
+    (the default) and an :class:`UnboundedDiscrete` for integer and boolean dtypes; a ``domain`` keyword
+    other than ``"continuous"`` gives an :class:`UnboundedDiscrete` whatever the dtype, as in TorchRL.
 
     Args:
         shape (int or torch.Size, optional): the shape. Defaults to ``(1,)``.
@@ -45,11 +46,17 @@ class Unbounded(TensorSpec):
     _default_dtype: torch.dtype | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any):
-        if cls is Unbounded:
-            dtype = kwargs.get("dtype", args[2] if len(args) > 2 else None)
+        called = cls  # its default dtype applies (Unbounded(domain="discrete") is float, UnboundedDiscrete() int64)
+        domain = kwargs.get("domain")
+        dtype = kwargs.get("dtype", args[2] if len(args) > 2 else None)
+        if domain is not None:
+            cls = UnboundedContinuous if domain == "continuous" else UnboundedDiscrete
+        elif dtype is not None or cls is Unbounded:
             dtype = _dtype(dtype, torch.get_default_dtype())
             cls = UnboundedContinuous if _is_float(dtype) else UnboundedDiscrete
-        return super().__new__(cls)
+        out = super().__new__(cls)
+        out._default_dtype = called._default_dtype
+        return out
 
     def __init__(
         self,
@@ -58,7 +65,7 @@ class Unbounded(TensorSpec):
         dtype: torch.dtype | str | None = None,
         **kwargs: Any,
     ) -> None:
-        kwargs.pop("domain", None)
+        domain = kwargs.pop("domain", None)
         if kwargs:
             raise TypeError(f"{type(self).__name__} got unexpected keyword argument(s) {sorted(kwargs)}.")
         shape = _DEFAULT_SHAPE if shape is None else _size(shape)
@@ -68,16 +75,19 @@ class Unbounded(TensorSpec):
         # the box holds the dtype's extreme finite values, as TorchRL's does (membership ignores it)
         info = torch.finfo(dtype) if continuous else (torch.iinfo(dtype) if dtype != torch.bool else None)
         lo, hi = (info.min, info.max) if info is not None else (False, True)
-        low = torch.tensor(lo, device=device).to(dtype)
-        high = torch.tensor(hi, device=device).to(dtype)
         bounds = _value_shape(None, shape)  # a dynamic (-1) dim keeps one row of bounds
-        box = ContinuousBox(low.expand(bounds), high.expand(bounds))
-        super().__init__(shape, box, device, dtype, "continuous" if continuous else "discrete")
+        box = ContinuousBox(torch.full(bounds, lo, dtype=dtype, device=device), torch.full(bounds, hi, dtype=dtype, device=device))
+        if domain is None:
+            domain = "continuous" if type(self) is UnboundedContinuous else "discrete"
+        super().__init__(shape, box, device, dtype, domain)
         self._continuous = continuous
         self._int_range = None if continuous else _int_range(dtype)
 
     def _rebuild(self, shape: torch.Size, params: dict, **overrides: Any) -> Unbounded:
-        return Unbounded(shape=shape, device=overrides.get("device", self._device), dtype=overrides.get("dtype", self.dtype))
+        return Unbounded(
+            shape=shape, device=overrides.get("device", self._device), dtype=overrides.get("dtype", self.dtype),
+            domain=None if "dtype" in overrides else self.domain,  # a new dtype picks the class again
+        )
 
     def rand(self, shape: torch.Size = None) -> torch.Tensor:
         full = _value_shape(shape, self.shape)
@@ -97,10 +107,10 @@ class Unbounded(TensorSpec):
         return val.to(self.dtype)
 
     def cardinality(self) -> int:
-        return float("inf")
+        raise NotImplementedError("`cardinality` is not implemented for Unbounded specs: they have infinitely many values.")
 
     def enumerate(self, use_mask: bool = False) -> Any:
-        raise ValueError(f"{type(self).__name__} has infinitely (or too) many values to enumerate.")
+        raise NotImplementedError("`enumerate` is not implemented for Unbounded specs: they have infinitely many values.")
 
     def clone(self) -> Unbounded:
         return self._rebuild(self.shape, {})

@@ -155,10 +155,23 @@ def _indexed_shape(shape: torch.Size, idx: tuple) -> torch.Size:
         raise IndexError(f"index {idx!r} does not apply to shape {shape}: {err}") from None
 
 
+class _DimError(IndexError, ValueError):
+    """A dim out of range (or that a spec cannot act on): TorchRL raises IndexError or ValueError depending on
+    the method and the spec, so ours is both (code catching either catches it)."""
+
+
+class _ValueRuntimeError(ValueError, RuntimeError):
+    """A value or shape that does not fit: TorchRL raises ValueError or RuntimeError depending on the spec (or
+    RuntimeError where the natural type is ValueError), so ours is both."""
+
+
+_ShapeError = _ValueRuntimeError
+
+
 def _neg_dim(dim: int, ndim: int, *, what: str = "dim") -> int:
     """A dim in ``[-ndim, ndim)`` made non-negative, with a clear error otherwise."""
     if not -ndim <= dim < ndim:
-        raise IndexError(f"{what} {dim} is out of range for {ndim} dimension(s).")
+        raise _DimError(f"{what} {dim} is out of range for {ndim} dimension(s).")
     return dim % ndim if ndim else 0
 
 
@@ -190,3 +203,20 @@ def _cartesian(axes: list[torch.Tensor], shape: torch.Size) -> torch.Tensor:
         return torch.zeros((1, *shape), dtype=torch.long)
     grid = torch.cartesian_prod(*axes) if len(axes) > 1 else axes[0].unsqueeze(-1)
     return grid.reshape(-1, *shape)
+
+
+def _expand_shape(spec: Any, new: torch.Size) -> torch.Size:
+    """Checks ``spec.expand(*new)``: ``new`` ends with the spec's shape, where only singleton or dynamic
+    (``-1``) dims may differ (``-1`` in ``new`` makes a dim dynamic, as in TorchRL)."""
+    old = spec.shape
+    off = len(new) - len(old)
+    name = type(spec).__name__
+    if off < 0:
+        raise ValueError(f"{name}.expand: shape {tuple(new)} has fewer dims than the spec's shape {tuple(old)}.")
+    for o, n in zip(old, new[off:]):
+        if n != o and o not in (1, -1):
+            raise ValueError(
+                f"{name}.expand: shape {tuple(new)} does not fit the spec's shape {tuple(old)}: its last {len(old)} "
+                "dims must match it (only singleton or dynamic (-1) dims can change)."
+            )
+    return new
