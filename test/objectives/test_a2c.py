@@ -62,13 +62,25 @@ def test_out_keys_and_entropy_closed_form():
     td = batch(kind="categorical")
     td["state_value"] = torch.zeros(8, 1)
     out = loss(td)
-    assert sorted(out.keys()) == sorted(loss.out_keys)
-    assert "value_clip_fraction" in loss.out_keys
+    # TorchRL's listing leaves value_clip_fraction out (it is output)
+    assert loss.out_keys == ["loss_objective", "loss_critic", "entropy", "loss_entropy"]
+    assert sorted(out.keys()) == sorted(loss.out_keys + ["value_clip_fraction"])
     logits = loss.actor_network.module[0].module(td["observation"])
     logp = torch.log_softmax(logits, -1)
     entropy = -(logp.exp() * logp).sum(-1)
     torch.testing.assert_close(out["loss_entropy"], -0.01 * entropy)
     torch.testing.assert_close(out["entropy"], entropy.mean())
+
+
+def test_in_keys_leave_the_log_prob_out():
+    loss = A2CLoss(tanh_actor(), critic_net())
+    assert "action_log_prob" not in loss.in_keys  # as TorchRL: A2C does not read it
+    assert {"observation", "action", ("next", "reward"), ("next", "observation")} <= set(loss.in_keys)
+
+
+def test_critic_is_required():
+    with pytest.raises(TypeError, match="A2CLoss: critic_network is required"):
+        A2CLoss(tanh_actor())
 
 
 def test_critic_coeff_none_leaves_the_critic_out():

@@ -57,12 +57,14 @@ def test_set_keys_and_tensor_keys():
     assert loss(td)["loss"] == 4.0
     with pytest.raises(ValueError, match="'actoin' is not a key of this loss; its keys are \\['action', 'weight'\\]"):
         loss.set_keys(actoin="a")
-    with pytest.raises(ValueError, match="cannot be None"):
-        loss.set_keys(action=None)
+    loss.set_keys(action=None)  # as TorchRL: a None key leaves the entry unchanged
+    assert loss.tensor_keys.action == ("nested", "act")
 
 
 def test_missing_key_error_names_key_table_and_remedy():
     loss = SquaredAction()
+    with pytest.raises(AttributeError):  # TorchRL raises AttributeError there; ours is both
+        loss(TensorDict({"other": torch.zeros(3)}, [3]))
     with pytest.raises(KeyError) as err:
         loss(TensorDict({"other": torch.zeros(3)}, [3]))
     msg = str(err.value)

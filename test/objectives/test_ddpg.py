@@ -62,6 +62,7 @@ class TestDDPGContract(LossContract):
     loss_cls = DDPGLoss
     loss_terms = ("loss_actor", "loss_value")
     renames = {"reward": "rew", "done": "dn", "terminated": "term"}
+    optional_in_keys = (("next", "action"), "priority_weight")  # listed as TorchRL does, not needed
 
     def make_loss(self, **kwargs):
         torch.manual_seed(0)
@@ -151,9 +152,22 @@ def test_td1_estimator_against_functional():
 
 def test_output_keys_and_shapes():
     loss = TestDDPGContract().make_loss()
-    out = loss(batch())
-    assert sorted(out.keys()) == sorted(loss.out_keys)
-    assert out["pred_value"].shape == (8,)
+    td = batch()
+    out = loss(td)
+    # TorchRL's outputs: its listing plus the TD error (also written into the batch)
+    assert loss.out_keys == ["loss_actor", "loss_value", "pred_value", "target_value", "pred_value_max",
+                             "target_value_max"]
+    assert sorted(out.keys()) == sorted(loss.out_keys + ["td_error"])
+    assert out["pred_value"].shape == (8,) and out["pred_value_max"] == out["pred_value"].max()
+    assert out["target_value_max"] == out["target_value"].max()
+    torch.testing.assert_close(out["td_error"], td["td_error"])
+
+
+def test_in_keys_as_torchrl():
+    loss = TestDDPGContract().make_loss()
+    # the critic's inputs at "next" (the next action too) and the priority weights, as TorchRL lists them
+    assert set(loss.in_keys) == {"observation", "action", ("next", "observation"), ("next", "action"),
+                                 ("next", "reward"), ("next", "done"), ("next", "terminated"), "priority_weight"}
 
 
 def test_missing_observation_names_the_key():

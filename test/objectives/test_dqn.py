@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import warnings
 
 import pytest
 import torch
@@ -258,9 +257,9 @@ def test_action_space_inferred_and_rejected():
     assert DQNLoss(actor).action_space == "categorical"
     with pytest.raises(ValueError, match="unknown action_space 'discrete'"):
         DQNLoss(qnet(), action_space="discrete")
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("always")
-        assert DQNLoss(qnet()).action_space == "one-hot"
+    # as TorchRL: nothing to infer the action space from is a ValueError
+    with pytest.raises(ValueError, match="neither action_space nor a spec on the value network"):
+        DQNLoss(qnet())
 
 
 def test_plain_module_is_wrapped():
@@ -270,9 +269,12 @@ def test_plain_module_is_wrapped():
     assert loss(batch())["loss"].shape == ()
 
 
-def test_deprecated_gamma_keyword():
-    with pytest.warns(DeprecationWarning, match="passing gamma to the constructor is deprecated"):
-        loss = DQNLoss(value_network=qnet(), gamma=0.5, action_space="one-hot")
+def test_gamma_keyword_is_refused():
+    # as TorchRL 0.14: gamma goes to the value estimator, the constructor raises TypeError
+    with pytest.raises(TypeError, match=r"gamma / lambda parameters through the loss constructor .*gamma=0.5"):
+        DQNLoss(value_network=qnet(), gamma=0.5, action_space="one-hot")
+    loss = DQNLoss(value_network=qnet(), gamma=None, action_space="one-hot")
+    loss.make_value_estimator(gamma=0.5)
     assert float(loss.value_estimator.gamma) == 0.5
     td = batch()
     torch.testing.assert_close(loss(td)["loss"], dqn_reference(loss, td, gamma=0.5)["loss"].mean())

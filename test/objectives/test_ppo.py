@@ -165,19 +165,30 @@ def test_readme_ppo_loop_runs_unchanged():
     assert total.shape == () and torch.isfinite(total)
 
 
-def test_output_keys_match_out_keys():
-    td = batch()
-    for cls, extra in ((PPOLoss, []), (ClipPPOLoss, ["clip_fraction"]), (KLPENPPOLoss, ["kl"])):
+def test_output_keys_and_out_keys_as_torchrl():
+    # TorchRL 0.14.1's listings (out_keys) and outputs: loss_critic is always listed, explained_variance and
+    # kl_approx are output but not listed; ClipPPO adds ESS, max_ratio and mean_ratio; KLPEN the per-element kl
+    listed = {
+        PPOLoss: ["loss_objective", "entropy", "loss_entropy", "loss_critic", "value_clip_fraction"],
+        ClipPPOLoss: ["loss_objective", "clip_fraction", "entropy", "loss_entropy", "loss_critic",
+                      "value_clip_fraction", "ESS", "kl_approx", "max_ratio", "mean_ratio"],
+        KLPENPPOLoss: ["loss_objective", "kl", "entropy", "loss_entropy", "loss_critic", "value_clip_fraction"],
+    }
+    extra_out = {PPOLoss: [], ClipPPOLoss: [], KLPENPPOLoss: []}
+    for cls in (PPOLoss, ClipPPOLoss, KLPENPPOLoss):
         torch.manual_seed(0)
-        actor = categorical_actor()
-        loss = cls(actor, critic_net(), clip_value=0.5)
+        loss = cls(categorical_actor(), critic_net(), clip_value=0.5)
         data = batch(kind="categorical")
         data["state_value"] = torch.zeros(8, 1)
         out = loss(data)
-        assert sorted(out.keys()) == sorted(loss.out_keys), cls
-        for key in ["ESS", "kl_approx", "entropy", "explained_variance", "value_clip_fraction", *extra]:
-            assert key in out.keys() and out[key].shape == (), (cls, key)
-    assert td.batch_size == (8,)
+        assert loss.out_keys == listed[cls], cls
+        expected = set(listed[cls]) | {"kl_approx", "explained_variance", *extra_out[cls]}
+        assert set(out.keys()) == expected, cls
+        assert out["explained_variance"].shape == (1,) and out["kl_approx"].shape == ()
+        if cls is KLPENPPOLoss:
+            assert out["kl"].shape == (8, 1)
+    assert PPOLoss(categorical_actor(), critic_net(), entropy_bonus=False).out_keys == ["loss_objective", "loss_critic"]
+    assert PPOLoss(categorical_actor()).out_keys == ["loss_objective", "entropy", "loss_entropy", "loss_critic"]
 
 
 def test_diagnostics_known_values():
@@ -192,11 +203,14 @@ def test_diagnostics_known_values():
         lw = tanh_normal_log_prob(loc, scale, td["action"]) - td["action_log_prob"]
     w = lw.exp()
     torch.testing.assert_close(out["ESS"], w.sum() ** 2 / (w ** 2).sum() / 8)
+    torch.testing.assert_close(out["max_ratio"], w.max())
+    torch.testing.assert_close(out["mean_ratio"], w.mean())
     torch.testing.assert_close(out["kl_approx"], (-lw).mean())
     clipped = ((lw < math.log(1 - EPS)) | (lw > math.log(1 + EPS))).float().mean()
     torch.testing.assert_close(out["clip_fraction"], clipped)
     value = critic_value(loss, td["observation"]).detach()
-    ev = 1 - (target - value).var(unbiased=False) / target.var(unbiased=False)
+    ev = 1 - (target - value).var(0, unbiased=False) / target.var(0, unbiased=False)  # along the batch dim
+    assert out["explained_variance"].shape == (1,)
     torch.testing.assert_close(out["explained_variance"], ev)
 
 
@@ -335,7 +349,7 @@ def test_klpen_beta_adapts_and_resets():
     td["logits"] = td["logits"] * 8  # far from the current policy: KL >> dtarg
     out = loss(td)
     _, kl = kl_reference(loss, td, 0.7)
-    torch.testing.assert_close(out["kl"], kl.mean())
+    torch.testing.assert_close(out["kl"], kl.reshape(out["kl"].shape))  # per element, [8, 1] as TorchRL
     assert float(loss.beta) == pytest.approx(1.4)
     loss.reset()
     assert float(loss.beta) == pytest.approx(0.7)
@@ -350,6 +364,8 @@ def test_klpen_needs_distribution_parameters():
     td = batch(kind="categorical").exclude("logits")
     with pytest.raises(KeyError, match="parameters of the collecting policy.*'logits'"):
         loss(td)
+    with pytest.raises(AttributeError):  # TorchRL's type there
+        loss(td)
 
 
 def test_klpen_exact_kl_for_tanh_normal():
@@ -360,7 +376,7 @@ def test_klpen_exact_kl_for_tanh_normal():
     out = loss(td)
     loc, scale = actor_params(loss, td["observation"])
     kl = D.kl_divergence(D.Normal(td["loc"], td["scale"]), D.Normal(loc, scale)).sum(-1)
-    torch.testing.assert_close(out["kl"], kl.mean())
+    torch.testing.assert_close(out["kl"], kl.unsqueeze(-1))
 
 
 class StudentTAction(D.Independent):
@@ -384,7 +400,7 @@ def test_klpen_monte_carlo_kl():
     torch.manual_seed(5)
     x = prev.sample((3,))
     kl = (prev.log_prob(x) - StudentTAction(loc, scale).log_prob(x)).mean(0)
-    torch.testing.assert_close(out["kl"], kl.mean())
+    torch.testing.assert_close(out["kl"], kl.unsqueeze(-1))
 
 
 def test_shape_mismatch_names_every_tensor():
@@ -427,7 +443,9 @@ def test_without_critic_and_without_entropy():
     td["advantage"] = torch.randn(8, 1)
     out = loss(td)
     assert sorted(k for k in out.keys() if k.startswith("loss")) == ["loss_objective"]
-    assert "loss_critic" not in loss.out_keys and "entropy" not in loss.out_keys
+    # TorchRL lists loss_critic even without a critic
+    assert loss.out_keys == ["loss_objective", "clip_fraction", "loss_critic", "ESS", "kl_approx", "max_ratio",
+                             "mean_ratio"]
 
 
 def test_stored_action_with_grad_is_rejected():

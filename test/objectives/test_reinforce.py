@@ -78,17 +78,31 @@ def test_target_critic_differs_after_a_step():
     assert not torch.allclose(out["loss_actor"], reinforce_reference(loss, td)["loss_actor"])
 
 
-def test_without_critic_uses_given_advantage():
+def test_critic_is_required_and_given_advantage_used():
+    # as TorchRL: a REINFORCE loss without a critic is refused
+    with pytest.raises(TypeError, match="ReinforceLoss: critic_network is required"):
+        ReinforceLoss(tanh_actor(), reduction="none")
     torch.manual_seed(0)
-    loss = ReinforceLoss(tanh_actor(), reduction="none")
-    assert loss.out_keys == ["loss_actor"]
+    loss = ReinforceLoss(tanh_actor(), critic_net(), reduction="none")
+    assert loss.out_keys == ["loss_actor", "loss_value"]
     td = batch()
     td["advantage"] = torch.randn(8, 1)
+    td["value_target"] = torch.randn(8, 1)
     out = loss(td)
     loc, scale = actor_params(loss, td["observation"])
     torch.testing.assert_close(out["loss_actor"],
                                -tanh_normal_log_prob(loc, scale, td["action"]) * td["advantage"].squeeze(-1))
-    assert sorted(out.keys()) == ["loss_actor"]
+    assert sorted(out.keys()) == ["loss_actor", "loss_value"]
+
+
+def test_value_clip_fraction_is_output():
+    loss = ReinforceLoss(tanh_actor(), critic_net(), clip_value=0.1)
+    td = batch()
+    td["advantage"], td["value_target"], td["state_value"] = torch.randn(8, 1), torch.randn(8, 1), torch.zeros(8, 1)
+    out = loss(td)
+    assert sorted(out.keys()) == ["loss_actor", "loss_value", "value_clip_fraction"]
+    assert loss.out_keys == ["loss_actor", "loss_value"]  # TorchRL does not list it
+    assert 0 <= out["value_clip_fraction"] <= 1
 
 
 def test_in_keys_do_not_need_the_log_prob():
@@ -98,8 +112,7 @@ def test_in_keys_do_not_need_the_log_prob():
     assert torch.isfinite(loss(td)["loss_actor"])
 
 
-def test_gamma_is_deprecated_and_used():
-    with pytest.warns(DeprecationWarning, match="gamma"):
-        loss = ReinforceLoss(tanh_actor(), critic_net(), gamma=0.5)
-    assert float(loss.value_estimator.gamma) == pytest.approx(0.5)
+def test_gamma_keyword_is_refused():
+    with pytest.raises(TypeError, match="gamma / lambda parameters through the loss constructor"):
+        ReinforceLoss(tanh_actor(), critic_net(), gamma=0.5)
     assert GAMMA == 0.99 and LMBDA == 0.95

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -21,7 +22,13 @@ N_OBS, N_ACT, N_CAT = 3, 2, 4
 GAMMA = 0.99
 
 
-def actor_net(spec=None):
+_NO_SPEC = object()
+
+
+def actor_net(spec=_NO_SPEC):
+    """A TanhNormal actor with a Bounded action spec (``spec=None``: without one)."""
+    if spec is _NO_SPEC:
+        spec = Bounded(-1.0, 1.0, (N_ACT,))
     net = TensorDictModule(
         torch.nn.Sequential(MLP(in_features=N_OBS, out_features=2 * N_ACT, num_cells=[16]), NormalParamExtractor()),
         ["observation"], ["loc", "scale"],
@@ -228,7 +235,8 @@ class TestDiscreteSACCategoricalContract(TestDiscreteSACContract):
         torch.manual_seed(0)
         # spec-given action space and number of actions
         actor = discrete_actor()
-        return DiscreteSACLoss(actor, discrete_q(), action_space=CategoricalSpec(N_CAT), alpha_init=0.3, **kwargs)
+        return DiscreteSACLoss(actor, discrete_q(), action_space=CategoricalSpec(N_CAT), num_actions=N_CAT,
+                               alpha_init=0.3, **kwargs)
 
     def make_batch(self, batch_size=None):
         return batch(batch_size or self.batch_size, discrete="categorical")
@@ -248,7 +256,7 @@ def test_output_keys_and_scalars():
 
 
 def test_entropy_and_priority():
-    loss = TestSACContract().make_loss(reduction="none")
+    loss = TestSACContract().make_loss(reduction="none", scalar_output_mode="non_tensor")
     td = batch()
     torch.manual_seed(0)
     out = loss(td)
@@ -264,21 +272,39 @@ def test_entropy_and_priority():
     torch.testing.assert_close(out["entropy"], -lp.mean())
 
 
-@pytest.mark.parametrize("spec", [Bounded(-1.0, 1.0, (N_ACT,)), None])
-def test_auto_target_entropy(spec):
-    torch.manual_seed(0)
-    loss = SACLoss(actor_net(spec=spec), q_net())
-    if spec is None:
-        with pytest.raises(RuntimeError, match="automatic target entropy is not known yet"):
-            loss.target_entropy
+def test_reduction_none_keeps_the_batch_size():
+    # as TorchRL: the output has the input's batch size; the scalars are left out (with a warning, once), or
+    # kept as non-tensor entries
+    loss = TestSACContract().make_loss(reduction="none")
+    with pytest.warns(UserWarning, match="reduction='none' cannot include scalar values"):
+        out = loss(batch())
+    assert out.batch_size == (8,) and sorted(out.keys()) == ["loss_actor", "loss_alpha", "loss_qvalue"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message="No target network updater")
         loss(batch())
+        quiet = TestSACContract().make_loss(reduction="none", scalar_output_mode="exclude")(batch())
+    assert sorted(quiet.keys()) == ["loss_actor", "loss_alpha", "loss_qvalue"]
+    kept = TestSACContract().make_loss(reduction="none", scalar_output_mode="non_tensor")(batch())
+    assert kept.batch_size == (8,) and float(kept["alpha"]) == pytest.approx(0.5)
+
+
+def test_auto_target_entropy():
+    torch.manual_seed(0)
+    loss = SACLoss(actor_net(), q_net())  # from the actor's spec
     assert float(loss.target_entropy) == -N_ACT
-    other = SACLoss(actor_net(), q_net())
-    other.load_state_dict(loss.state_dict())
-    assert float(other.target_entropy) == -N_ACT
-    explicit = SACLoss(actor_net(), q_net(), action_spec=Bounded(-1.0, 1.0, (5,)))
+    explicit = SACLoss(actor_net(spec=None), q_net(), action_spec=Bounded(-1.0, 1.0, (5,)))
     assert float(explicit.target_entropy) == -5.0
-    assert float(SACLoss(actor_net(), q_net(), target_entropy=0.25).target_entropy) == 0.25
+    assert float(SACLoss(actor_net(spec=None), q_net(), target_entropy=0.25).target_entropy) == 0.25
+    # as TorchRL: without any spec the automatic target entropy cannot be inferred (RuntimeError)
+    unknown = SACLoss(actor_net(spec=None), q_net())
+    with pytest.raises(RuntimeError, match="cannot infer the dimensionality of the action"):
+        unknown.target_entropy
+    with pytest.raises(RuntimeError, match="cannot infer the dimensionality of the action"):
+        unknown(batch())
+    # a state dict carries the target entropy over
+    unknown.load_state_dict(loss.state_dict())
+    assert float(unknown.target_entropy) == -N_ACT
 
 
 def test_alpha_bounds_and_validation():
@@ -411,7 +437,8 @@ def test_list_of_q_networks_and_separate_losses():
         TensorDictModule(torch.nn.Sequential(trunk, torch.nn.Tanh(), torch.nn.Linear(8, 2 * N_ACT),
                                              NormalParamExtractor()), ["observation"], ["loc", "scale"]),
         ["loc", "scale"], distribution_class=TanhNormal)
-    loss = SACLoss(actor, ValueOperator(Q(), ["observation", "action"]), separate_losses=True)
+    loss = SACLoss(actor, ValueOperator(Q(), ["observation", "action"]), separate_losses=True,
+                   action_spec=Bounded(-1.0, 1.0, (N_ACT,)))
     assert not isinstance(loss.qvalue_network_params["module", "trunk", "weight"], torch.nn.Parameter)
     out = loss(batch())
     out["loss_qvalue"].backward()
@@ -430,20 +457,23 @@ def test_missing_and_misshaped_inputs():
 
 
 # ---------------------------------------------------------------------------------------- discrete
-def test_discrete_defaults_and_inference():
+def test_discrete_defaults_and_num_actions():
     torch.manual_seed(0)
+    # as TorchRL: the automatic target entropy needs num_actions (a spec is not enough)
+    with pytest.raises(ValueError, match="num_actions needs to be provided if target_entropy == 'auto'"):
+        DiscreteSACLoss(discrete_actor(), discrete_q(), action_space=OneHot(N_CAT))
     with pytest.warns(UserWarning, match="assuming one-hot"):
-        loss = DiscreteSACLoss(discrete_actor(), discrete_q())
-    with pytest.raises(RuntimeError, match="not known yet"):
-        loss.target_entropy
+        loss = DiscreteSACLoss(discrete_actor(), discrete_q(), num_actions=N_CAT)
     out = loss(batch(discrete="one-hot"))
     assert sorted(out.keys()) == sorted(loss.out_keys)
     assert float(loss.target_entropy) == pytest.approx(0.98 * math.log(N_CAT))
     spec_actor = ProbabilisticActor(discrete_actor().module[0], ["logits"], spec=OneHot(N_CAT),
                                     distribution_class=OneHotCategorical)
-    loss = DiscreteSACLoss(spec_actor, discrete_q(), target_entropy_weight=0.5)
+    loss = DiscreteSACLoss(spec_actor, discrete_q(), num_actions=N_CAT, target_entropy_weight=0.5)
     assert loss.action_space == "one-hot" and loss.num_actions == N_CAT
     assert float(loss.target_entropy) == pytest.approx(0.5 * math.log(N_CAT))
+    assert float(DiscreteSACLoss(spec_actor, discrete_q(), target_entropy=-1.0).target_entropy) == -1.0
+    assert loss.tensor_keys.log_prob == "log_prob"  # listed in the key table as TorchRL
 
 
 def test_discrete_masked_actions_stay_finite():

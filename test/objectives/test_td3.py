@@ -185,7 +185,9 @@ def test_actor_loss_leaves_q_networks_untouched():
     loss_actor.backward()
     assert loss.qvalue_network_params["module", "0", "weight"].grad is None
     assert all(p.grad is not None for p in loss.actor_network.parameters())
-    assert meta["state_action_value_actor"].shape == (8,)
+    # every Q-network on the policy's action, as TorchRL ([num_qvalue_nets, *B]); the loss reads the first
+    assert meta["state_action_value_actor"].shape == (2, 8)
+    torch.testing.assert_close(loss_actor, -meta["state_action_value_actor"][0].mean())
 
 
 def test_separate_losses_shares_parameters_as_views():

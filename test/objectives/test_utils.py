@@ -216,7 +216,7 @@ def test_soft_update_arguments():
     loss = DQNLoss(qnet(), action_space="one-hot")
     with pytest.raises(ValueError, match="pass only one of eps"):
         SoftUpdate(loss, eps=0.9, tau=0.1)
-    with pytest.raises(ValueError, match="pass one of eps"):
+    with pytest.raises(RuntimeError, match="neither eps nor tau was provided"):  # TorchRL's type
         SoftUpdate(loss)
     with pytest.raises(ValueError, match=r"eps must be in \[0, 1\], got 1.5"):
         SoftUpdate(loss, eps=1.5)

@@ -22,16 +22,6 @@ from torchrl.objectives.utils import ValueEstimators, _check_reduction, _has_ran
 __all__ = ["DiscreteSACLoss"]
 
 
-def _num_actions(action_space) -> int | None:
-    spec = action_space
-    if isinstance(spec, Composite):
-        spec = spec["action"] if "action" in spec.keys() else None
-    if isinstance(spec, TensorSpec):
-        n = getattr(getattr(spec, "space", None), "n", None)
-        return int(n) if isinstance(n, int) else None
-    return None
-
-
 def _log_probs(probs: torch.Tensor) -> torch.Tensor:
     """``log p`` with impossible actions (``p == 0``, e.g. masked) at ``log(1e-8)`` instead of ``-inf``."""
     return torch.where(probs == 0, torch.full_like(probs, 1e-8), probs).log()
@@ -52,7 +42,8 @@ class DiscreteSACLoss(TemperatureMixin):
     ``tensor_keys.priority``. The automatic target entropy is ``target_entropy_weight * log(num_actions)``.
 
     Key table (``loss.set_keys(...)``): ``action``, ``value``, ``action_value``, ``priority``
-    (``"td_error"``), ``reward``, ``done``, ``terminated``, ``priority_weight``.
+    (``"td_error"``), ``reward``, ``done``, ``terminated``, ``log_prob`` (listed as in TorchRL),
+    ``priority_weight``.
 
     Args:
         actor_network: actor with a categorical distribution (``OneHotCategorical``, ``Categorical``,
@@ -62,8 +53,8 @@ class DiscreteSACLoss(TemperatureMixin):
     Keyword Args:
         action_space: ``"one-hot"``, ``"categorical"``, ... or a spec (how stored actions are encoded).
             Defaults to the actor's spec, else ``"one-hot"`` (with a warning).
-        num_actions: the number of actions, for ``target_entropy="auto"`` (default: from the spec, else
-            from the first batch).
+        num_actions: the number of actions; required with ``target_entropy="auto"`` (``ValueError``
+            otherwise, as in TorchRL).
         num_qvalue_nets: ensemble size. Defaults to 2.
         loss_function: ``"smooth_l1"`` (default), ``"l2"`` or ``"l1"``.
         alpha_init, min_alpha, max_alpha, fixed_alpha: the temperature (see :class:`SACLoss`).
@@ -73,7 +64,8 @@ class DiscreteSACLoss(TemperatureMixin):
         priority_key: deprecated; use ``set_keys(priority=...)``.
         separate_losses: parameters shared with the actor are trained by the actor loss only.
         reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
-        skip_done_states: run the networks on non-terminal next states only.
+        skip_done_states: run the networks on non-terminal next states only (truncated steps still
+            bootstrap from their next state).
         deactivate_vmap: loop over the Q-networks (networks that are not plain MLPs).
         use_prioritized_weights: ``"auto"``, ``True`` or ``False``.
         scalar_output_mode: see :class:`SACLoss`.
@@ -109,6 +101,7 @@ class DiscreteSACLoss(TemperatureMixin):
         reward: NestedKey = "reward"
         done: NestedKey = "done"
         terminated: NestedKey = "terminated"
+        log_prob: NestedKey = "log_prob"
         priority_weight: NestedKey = "priority_weight"
 
     default_keys = _AcceptedKeys
@@ -153,8 +146,12 @@ class DiscreteSACLoss(TemperatureMixin):
                     UserWarning, stacklevel=2,
                 )
                 action_space = "one-hot"
-        if num_actions is None:
-            num_actions = _num_actions(action_space)
+        if num_actions is None and isinstance(target_entropy, str) and target_entropy == "auto":
+            raise ValueError(
+                "DiscreteSACLoss: num_actions needs to be provided if target_entropy == 'auto' (the automatic "
+                "target entropy is target_entropy_weight * log(num_actions)); pass num_actions=<n> or a number "
+                "as target_entropy."
+            )
         self.action_space = _find_action_space(action_space)
         self.num_actions = num_actions
         self.delay_qvalue = bool(delay_qvalue)
@@ -214,11 +211,6 @@ class DiscreteSACLoss(TemperatureMixin):
 
     def _policy(self, td: TensorDictBase, nxt: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         probs = self._head(td, self._missing, nxt=nxt).probs
-        if not self._te_known:
-            n = probs.shape[-1]
-            with torch.no_grad():
-                self._target_entropy.fill_(self.target_entropy_weight * math.log(n))
-            self.__dict__["_te_known"] = True
         return probs, _log_probs(probs)
 
     def _next_value(self, td: TensorDictBase, alpha) -> torch.Tensor:

@@ -64,10 +64,11 @@ def clip_value_loss(old_value, value, bounds: tuple[float, float], target, loss,
 
 
 def explained_variance(target: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
-    """``1 - Var[target - value] / Var[target]`` over all elements (no gradient)."""
+    """``1 - Var[target - value] / Var[target]`` along the first (batch) dim, as TorchRL logs it (no gradient):
+    shape ``target.shape[1:]``, e.g. ``[1]`` for ``[B, 1]`` values."""
     with torch.no_grad():
-        resid = (target - value).var(unbiased=False)
-        total = target.var(unbiased=False)
+        resid = (target - value).var(0, unbiased=False)
+        total = target.var(0, unbiased=False)
         return 1.0 - resid / total.clamp_min(torch.finfo(total.dtype).eps)
 
 

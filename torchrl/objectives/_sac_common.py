@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 from tensordict import TensorDictBase
@@ -123,7 +124,7 @@ class TemperatureMixin(LossModule):
 
     def _setup_alpha(self, *, alpha_init: float, min_alpha, max_alpha, fixed_alpha: bool, target_entropy,
                      auto: float | None, device=None) -> None:
-        """``auto``: the automatic target entropy if it is known now (else it is set on the first call)."""
+        """``auto``: the automatic target entropy if it is known (``None``: unknown, NaN buffer)."""
         owner = type(self).__name__
         if not alpha_init > 0:
             raise ValueError(f"{owner}: alpha_init must be positive, got {alpha_init}.")
@@ -150,7 +151,7 @@ class TemperatureMixin(LossModule):
 
     @property
     def target_entropy_buffer(self) -> torch.Tensor:
-        """The target entropy as a buffer (NaN until known, for ``"auto"`` without an action spec)."""
+        """The target entropy as a buffer (NaN when unknown: ``"auto"`` without an action spec)."""
         return self._target_entropy
 
     @property
@@ -158,8 +159,8 @@ class TemperatureMixin(LossModule):
         """The target entropy of the temperature loss."""
         if not self.__dict__.get("_te_known", False) and torch.isnan(self._target_entropy):
             raise RuntimeError(
-                f"{type(self).__name__}: the automatic target entropy is not known yet: it is set from the action "
-                "shape on the first call, or pass action_spec (or target_entropy=<float>) to the constructor."
+                f"{type(self).__name__}: cannot infer the dimensionality of the action for the automatic target "
+                "entropy: pass action_spec (or give the actor a spec), or a number as target_entropy."
             )
         return self._target_entropy
 
@@ -180,19 +181,34 @@ class TemperatureMixin(LossModule):
         return -self.log_alpha * (log_prob.detach() + self.target_entropy)
 
     def _finish(self, losses: dict, scalars: dict, td: TensorDictBase, weights=None) -> TensorDictBase:
-        """Reduces the ``loss_*`` terms and adds ``scalars`` (``alpha``, ``entropy``) per
-        ``scalar_output_mode``."""
+        """Reduces the ``loss_*`` terms and adds ``scalars`` (``alpha``, ``entropy``).
+
+        With ``reduction="none"`` the output keeps the input's batch size (as TorchRL), so the scalars cannot be
+        entries: ``scalar_output_mode=None`` leaves them out with a warning (once per loss), ``"exclude"``
+        silently, ``"non_tensor"`` stores them as non-tensor data."""
         mask = self._loss_mask(td)
         out = {name: _reduce(value, self.reduction, mask, weights if name == "loss_qvalue" else None)
                for name, value in losses.items()}
-        mode = self.scalar_output_mode
-        if self.reduction != "none" or mode is None:
+        if self.reduction != "none":
             out.update(scalars)
             return new_td(out, _EMPTY)
-        result = new_td(out, _EMPTY)
+        bs = td.batch_size
+        batch = bs if all(v.shape[: len(bs)] == bs for v in out.values()) else _EMPTY
+        result = new_td(out, batch)
+        mode = self.scalar_output_mode
         if mode == "non_tensor":
             for key, value in scalars.items():
-                result.set_non_tensor(key, value.item())
+                result.set_non_tensor(key, value.detach())
+        elif mode is None and not self.__dict__.get("_warned_scalars", False):
+            self.__dict__["_warned_scalars"] = True
+            warnings.warn(
+                f"{type(self).__name__} with reduction='none' cannot include scalar values ({', '.join(scalars)}) "
+                "in the output TensorDict, whose batch size is the input's: they are left out. Pass "
+                "scalar_output_mode='exclude' to silence this warning, or 'non_tensor' to keep them as non-tensor "
+                "entries.",
+                UserWarning,
+                stacklevel=3,
+            )
         return result
 
 

@@ -113,7 +113,8 @@ class SoftUpdate(TargetNetUpdater):
         tau: weight given to the online parameters, ``1 - eps``. Exclusive with ``eps``.
 
     Raises:
-        ValueError: if both or neither of ``eps`` / ``tau`` are given, or the value is outside ``[0, 1]``.
+        ValueError: if both ``eps`` and ``tau`` are given, or the value is outside ``[0, 1]``.
+        RuntimeError: if neither is given (as TorchRL).
 
     Examples:
         >>> import torch
@@ -134,7 +135,10 @@ class SoftUpdate(TargetNetUpdater):
         if eps is not None and tau is not None:
             raise ValueError(f"SoftUpdate: pass only one of eps ({eps}) and tau ({tau}); tau = 1 - eps.")
         if eps is None and tau is None:
-            raise ValueError("SoftUpdate: pass one of eps (weight kept by the target) or tau (= 1 - eps).")
+            raise RuntimeError(  # TorchRL's type
+                "SoftUpdate: neither eps nor tau was provided; pass one of eps (weight kept by the target) or "
+                "tau (= 1 - eps)."
+            )
         eps = 1.0 - tau if eps is None else eps
         if not 0.0 <= eps <= 1.0:
             raise ValueError(f"SoftUpdate: eps must be in [0, 1], got {eps} (tau = {1.0 - eps}).")

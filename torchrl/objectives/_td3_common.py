@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 from tensordict import NestedKey, TensorDictBase
 
-from torchrl.data.tensor_specs import Bounded, Composite, TensorSpec
+from torchrl.data.tensor_specs import Bounded, Composite
 from torchrl.objectives._functional import EnsembleCall, ModuleRunner, gather_inputs
 from torchrl.objectives.common import LossModule
 from torchrl.objectives.utils import ValueEstimators, _check_reduction, _has_random_module, _reduce, distance_loss
@@ -133,12 +133,14 @@ class _TwinDelayedBase(LossModule):
             raise self._missing(self.tensor_keys.action)
         return out
 
-    def _actor_q(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
-        """(policy action, ``Q_0(s, pi(s))``) with the Q parameters detached."""
+    def _actor_q(self, tensordict: TensorDictBase, every_net: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """(policy action, ``Q_0(s, pi(s))``) with the Q parameters detached; ``every_net``: the Q-values of
+        every network (``[num_qvalue_nets, *B]``, the actor loss reads the first)."""
         out = self._policy_action(tensordict)
         inputs = gather_inputs(tensordict, self._ens.in_keys, self._missing, extra=out)
-        q = self._ensemble(self.qvalue_network_params[:1], inputs, tensordict.batch_size, detach=True)[0]
-        return out[self.tensor_keys.action], q
+        params = self.qvalue_network_params if every_net else self.qvalue_network_params[:1]
+        q = self._ensemble(params, inputs, tensordict.batch_size, detach=True)
+        return out[self.tensor_keys.action], (q if every_net else q[0])
 
     def _q_loss(self, tensordict: TensorDictBase) -> tuple[torch.Tensor, dict]:
         k = self.tensor_keys

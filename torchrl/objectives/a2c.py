@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDictBase, unravel_key
 from tensordict.nn import ProbabilisticTensorDictSequential, TensorDictModule, dispatch
 
 from torchrl._td import new_td
-from torchrl.objectives._on_policy import ActorCriticBase, legacy_networks
+from torchrl.objectives._on_policy import ActorCriticBase, key_list, legacy_networks
 from torchrl.objectives.utils import ValueEstimators, _reduce
 
 __all__ = ["A2CLoss"]
@@ -93,7 +93,7 @@ class A2CLoss(ActorCriticBase):
         critic_coeff = coeffs.get("critic_coeff", critic_coeff)
         actor_network, critic_network = legacy_networks("A2CLoss", actor_network, critic_network, actor, critic)
         self._deprecated_gamma(gamma)
-        self._setup_networks(actor_network, critic_network, separate_losses=separate_losses)
+        self._setup_networks(actor_network, critic_network, separate_losses=separate_losses, critic_required=True)
         self._setup_entropy(entropy_bonus, samples_mc_entropy, entropy_coeff)
         self._setup_critic(critic_coeff, loss_critic_type, clip_value, reduction)
         self.advantage_norm = advantage_norm
@@ -103,19 +103,21 @@ class A2CLoss(ActorCriticBase):
 
     @property
     def out_keys(self):
-        """The output entries (depend on the options)."""
-        keys = ["loss_objective"]
+        """The output entries TorchRL lists: ``loss_objective``, ``loss_critic`` (unless ``critic_coeff=None``)
+        and the entropy terms."""
+        keys = ["loss_objective"] + (["loss_critic"] if self._has_critic else [])
         if self.entropy_bonus:
             keys += ["entropy", "loss_entropy"]
-        if self._has_critic:
-            keys.append("loss_critic")
-            if self._clip_bounds_value is not None:
-                keys.append("value_clip_fraction")
         return keys
 
     @out_keys.setter
     def out_keys(self, value) -> None:
         self.__dict__["_OUT_KEYS"] = list(value)
+
+    def _in_keys_list(self) -> list:
+        # A2C does not read the collection log-probability (TorchRL leaves it out too)
+        lps = {unravel_key(k) for k in key_list(self.tensor_keys.sample_log_prob)}
+        return [key for key in super()._in_keys_list() if unravel_key(key) not in lps]
 
     def make_value_estimator(self, value_type: ValueEstimators = None, **hyperparams):
         """Builds the value estimator (GAE default; TD0, TD1, TDLambda, MAGAE and VTrace supported)."""

@@ -55,6 +55,11 @@ __all__ = ["LossModule", "AUTO_LOSS_MASK_KEYS"]
 AUTO_LOSS_MASK_KEYS = (("collector", "mask"), "shifted_valid")
 
 
+class _MissingEntryError(KeyError, AttributeError):
+    """An entry missing from a loss's input: a ``KeyError`` naming the key, also the ``AttributeError`` TorchRL
+    raises there."""
+
+
 @dataclass
 class _Functional:
     module: nn.Module
@@ -140,18 +145,20 @@ class LossModule(TensorDictModuleBase):
     def set_keys(self, **kwargs) -> None:
         """Renames entries of the key table, e.g. ``loss.set_keys(reward="r", done=("next_done",))``.
 
+        A ``None`` key leaves that entry unchanged (as in TorchRL).
+
         Raises:
-            ValueError: for a name that is not in the table, or a ``None`` key.
+            ValueError: for a name that is not in the table.
         """
         table = self._key_table()
-        for name, key in kwargs.items():
+        for name in kwargs:
             if name not in table:
                 raise ValueError(
                     f"{type(self).__name__}.set_keys: {name!r} is not a key of this loss; its keys are "
                     f"{sorted(table)}."
                 )
-            if key is None:
-                raise ValueError(f"{type(self).__name__}.set_keys: the key for {name!r} cannot be None.")
+        kwargs = {name: key for name, key in kwargs.items() if key is not None}
+        for name, key in kwargs.items():
             setattr(self._tensor_keys, name, unravel_key(key))
         self._forward_value_estimator_keys(**kwargs)
         self.__dict__["_cached_in_keys"] = None
@@ -210,7 +217,7 @@ class LossModule(TensorDictModuleBase):
         names = [n for n, k in table.items() if k == key] or [n for n, k in table.items() if k == tail]
         hint = f" (loss.tensor_keys.{names[0]})" if names else ""
         remedy = f"loss.set_keys({names[0]}=<your key>)" if names else "loss.set_keys(...)"
-        return KeyError(
+        return _MissingEntryError(
             f"{type(self).__name__}: key {key!r}{hint} not found in the input tensordict. The loss reads "
             f"{self.in_keys}; its key table is {table}. If your data uses another name, call {remedy}."
         )
@@ -521,14 +528,13 @@ class LossModule(TensorDictModuleBase):
         return self
 
     def _deprecated_gamma(self, gamma) -> None:
+        """TorchRL 0.14 refuses ``gamma`` in the constructors that still list it (``TypeError``)."""
         if gamma is not None:
-            warnings.warn(
-                f"{type(self).__name__}: passing gamma to the constructor is deprecated; use "
-                "loss.make_value_estimator(ValueEstimators.<type>, gamma=...) instead.",
-                DeprecationWarning,
-                stacklevel=3,
+            raise TypeError(
+                f"{type(self).__name__}: passing gamma / lambda parameters through the loss constructor is no "
+                f"longer supported (got gamma={gamma!r}). Build the value estimator instead: "
+                f"loss.make_value_estimator(ValueEstimators.<type>, gamma={gamma!r})."
             )
-            self._estimator_defaults["gamma"] = gamma
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Computes the loss terms; implemented by every loss."""

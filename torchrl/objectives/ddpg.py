@@ -59,7 +59,7 @@ class DDPGLoss(LossModule):
         ...     "observation": torch.randn(5, 3), "reward": torch.randn(5, 1),
         ...     "done": torch.zeros(5, 1, dtype=torch.bool)}}, [5])
         >>> sorted(loss(batch).keys())
-        ['loss_actor', 'loss_value', 'pred_value', 'target_value']
+        ['loss_actor', 'loss_value', 'pred_value', 'pred_value_max', 'target_value', 'target_value_max', 'td_error']
     """
 
     @dataclass
@@ -77,7 +77,7 @@ class DDPGLoss(LossModule):
     default_value_estimator = ValueEstimators.TD0
     supported_value_estimators = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
     _estimator_key_map = {"value": "state_action_value"}
-    _OUT_KEYS = ["loss_actor", "loss_value", "pred_value", "target_value"]
+    _OUT_KEYS = ["loss_actor", "loss_value", "pred_value", "target_value", "pred_value_max", "target_value_max"]
 
     def __init__(
         self,
@@ -116,12 +116,12 @@ class DDPGLoss(LossModule):
         d["_t_critic"] = ModuleRunner(f["value_network"].target_module or self.value_network)
 
     def _in_keys_list(self) -> list:
+        # as TorchRL: the actor's and critic's inputs now and at "next" (the critic's action included), the
+        # next reward / done / terminated and the priority weights
         k = self.tensor_keys
-        actor_out = set(self.actor_network.out_keys)
-        critic_in = [key for key in self.value_network.in_keys if key not in actor_out]
-        return [("next", k.reward), ("next", k.done), ("next", k.terminated), *self.actor_in_keys,
-                *[("next", key) for key in self.actor_in_keys], *self.value_network.in_keys,
-                *[("next", key) for key in critic_in]]
+        net_keys = [*self.actor_in_keys, *self.value_network.in_keys]
+        return [("next", k.reward), ("next", k.done), ("next", k.terminated), *net_keys,
+                *[("next", key) for key in net_keys], k.priority_weight]
 
     def _estimator_networks(self) -> dict:
         return {"value_network": TensorDictSequential(self.actor_network, self.value_network)}
@@ -170,14 +170,16 @@ class DDPGLoss(LossModule):
 
     @dispatch
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Computes ``loss_actor``, ``loss_value`` and the ``pred_value`` / ``target_value`` diagnostics."""
+        """Computes ``loss_actor``, ``loss_value`` and the diagnostics ``td_error``, ``pred_value``,
+        ``target_value``, ``pred_value_max`` and ``target_value_max`` (as TorchRL)."""
         if self._warn_target:
             self._target_warning()
         loss_value, meta = self.loss_value(tensordict)
         loss_actor, _ = self.loss_actor(tensordict)
+        pred, target = meta["pred_value"], meta["target_value"]
         return new_td(
-            {"loss_actor": loss_actor, "loss_value": loss_value, "pred_value": meta["pred_value"],
-             "target_value": meta["target_value"]},
+            {"loss_actor": loss_actor, "loss_value": loss_value, "td_error": meta["td_error"], "pred_value": pred,
+             "target_value": target, "pred_value_max": pred.max(), "target_value_max": target.max()},
             _EMPTY,
         )
 

@@ -102,7 +102,7 @@ class DQNLoss(LossModule):
         double_dqn: double DQN target. Defaults to ``False``.
         gamma: deprecated; use ``make_value_estimator(gamma=...)``.
         action_space: ``"one-hot"``, ``"mult-one-hot"``, ``"binary"``, ``"categorical"`` or a spec; inferred
-            from the network when omitted (default ``"one-hot"``).
+            from the network's spec when omitted (``ValueError`` if it has none).
         priority_key: deprecated; use ``set_keys(priority=...)``.
         reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
         use_prioritized_weights: ``"auto"`` (use ``priority_weight`` if present), ``True`` (required) or
@@ -168,8 +168,11 @@ class DQNLoss(LossModule):
         if action_space is None:
             action_space = _infer_action_space(value_network)
             if action_space is None:
-                warn_once("DQNLoss: action_space not given nor found on the value network; assuming 'one-hot'.")
-                action_space = "one-hot"
+                raise ValueError(
+                    "DQNLoss: neither action_space nor a spec on the value network was given, so the action space "
+                    "cannot be inferred; pass action_space='one-hot' (or 'categorical', 'mult-one-hot', 'binary', "
+                    "or a spec), or build the network as QValueActor(..., spec=...)."
+                )
         self.action_space = _find_action_space(action_space)
         self.reduction = _check_reduction("DQNLoss", reduction)
         if use_prioritized_weights not in ("auto", True, False):

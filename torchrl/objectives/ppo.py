@@ -14,6 +14,7 @@ from torch import distributions as D
 from torchrl._td import new_td
 from torchrl.objectives._on_policy import ActorCriticBase, legacy_networks, standardize
 from torchrl.objectives._policy import sum_features
+from torchrl.objectives.common import _MissingEntryError
 from torchrl.objectives.utils import ValueEstimators, _reduce
 
 __all__ = ["PPOLoss", "ClipPPOLoss", "KLPENPPOLoss"]
@@ -32,10 +33,12 @@ class PPOLoss(ActorCriticBase):
 
     Outputs: ``loss_objective``, ``loss_critic`` (``critic_coeff * distance(V(s), value_target)``),
     ``loss_entropy`` (``-entropy_coeff * H``; Monte-Carlo when the distribution has no closed-form entropy),
-    and, for logging, ``entropy``, ``kl_approx`` (mean of :math:`\log\pi_{old} - \log\pi_\theta`), ``ESS``
-    (effective sample size of the importance weights over the batch, divided by the batch size),
-    ``explained_variance`` and ``value_clip_fraction`` (with ``clip_value``). Composite (multi-head) actions
-    add ``composite_entropy`` (one entry per head). Sum the ``loss_*`` entries to train.
+    and, for logging, ``entropy``, ``kl_approx`` (mean of :math:`\log\pi_{old} - \log\pi_\theta`),
+    ``explained_variance`` (along the first batch dim, as TorchRL: shape ``[1]`` for ``[B, 1]`` values) and
+    ``value_clip_fraction`` (with ``clip_value``); :class:`ClipPPOLoss` adds ``clip_fraction``, ``ESS``
+    (effective sample size of the importance weights along the first batch dim, divided by its size),
+    ``max_ratio`` and ``mean_ratio``. Composite (multi-head) actions add ``composite_entropy`` (one entry
+    per head). Sum the ``loss_*`` entries to train.
 
     Key table (``loss.set_keys(...)``): ``advantage``, ``value_target``, ``value`` (``"state_value"``),
     ``sample_log_prob`` and ``action`` (default: the actor's log-probability and sample keys, lists for a
@@ -155,23 +158,23 @@ class PPOLoss(ActorCriticBase):
 
     @property
     def out_keys(self):
-        """The output entries (depend on the options)."""
+        """The output entries TorchRL lists (they depend on the options; ``loss_critic`` is always listed)."""
         keys = ["loss_objective"] + self._extra_out_keys()
         if self.entropy_bonus:
             keys += ["entropy", "loss_entropy"]
-        if self._has_critic:
-            keys.append("loss_critic")
-            if self._clip_bounds_value is not None:
-                keys.append("value_clip_fraction")
-            if self.log_explained_variance:
-                keys.append("explained_variance")
-        return keys + ["ESS", "kl_approx"]
+        keys.append("loss_critic")
+        if self._clip_bounds_value is not None:
+            keys.append("value_clip_fraction")
+        return keys + self._diagnostic_out_keys()
 
     @out_keys.setter
     def out_keys(self, value) -> None:
         self.__dict__["_OUT_KEYS"] = list(value)
 
     def _extra_out_keys(self) -> list:
+        return []
+
+    def _diagnostic_out_keys(self) -> list:
         return []
 
     def make_value_estimator(self, value_type: ValueEstimators = None, **hyperparams):
@@ -238,8 +241,6 @@ class PPOLoss(ActorCriticBase):
         reduction, mask = self.reduction, self._loss_mask(td)
         losses = {"loss_objective": loss_objective}
         with torch.no_grad():
-            lw = log_weight.detach().reshape(-1)
-            out["ESS"] = (2 * lw.logsumexp(0) - (2 * lw).logsumexp(0)).exp() / lw.numel()
             out["kl_approx"] = -raw_log_weight.detach().mean()
         if self.entropy_bonus:
             losses["loss_entropy"] = self._entropy_terms(dist, log_weight, out)
@@ -340,12 +341,21 @@ class ClipPPOLoss(PPOLoss):
     def _extra_out_keys(self) -> list:
         return ["clip_fraction"]
 
+    def _diagnostic_out_keys(self) -> list:
+        return ["ESS", "kl_approx", "max_ratio", "mean_ratio"]
+
     def _objective(self, log_weight: torch.Tensor, adv: torch.Tensor, out: dict) -> torch.Tensor:
         lo, hi = self._clip_bounds
         clipped = log_weight.clamp(lo, hi)
+        ratio = log_weight.exp()
         with torch.no_grad():
             out["clip_fraction"] = (clipped != log_weight).to(log_weight.dtype).mean()
-        return -torch.minimum(log_weight.exp() * adv, clipped.exp() * adv)
+            # importance-sampling diagnostics, as TorchRL: ESS along the first (batch) dim, ratio max and mean
+            lw = log_weight.detach()
+            out["ESS"] = (2 * lw.logsumexp(0) - (2 * lw).logsumexp(0)).exp() / lw.shape[0]
+            out["max_ratio"] = ratio.detach().max()
+            out["mean_ratio"] = ratio.detach().mean()
+        return -torch.minimum(ratio * adv, clipped.exp() * adv)
 
 
 
@@ -357,7 +367,7 @@ class KLPENPPOLoss(PPOLoss):
     exact where PyTorch knows it, else a Monte-Carlo estimate with ``samples_mc_kl`` draws from ``pi_old``.
     After each call, ``beta`` is multiplied by ``increment`` if the mean KL exceeds ``1.5 * dtarg`` and by
     ``decrement`` if it is below ``dtarg / 1.5``; :meth:`reset` restores its initial value. Extra output:
-    ``kl`` (mean KL). Everything else is as in :class:`PPOLoss`.
+    ``kl`` (the per-element KL, ``[*B, 1]``, as TorchRL). Everything else is as in :class:`PPOLoss`.
 
     Args:
         actor_network: probabilistic actor.
@@ -459,7 +469,7 @@ class KLPENPPOLoss(PPOLoss):
         try:
             previous = self._head.from_params(tensordict, self._missing)
         except KeyError as err:
-            raise KeyError(
+            raise _MissingEntryError(
                 f"KLPENPPOLoss: the parameters of the collecting policy's distribution are needed to compute the "
                 f"KL penalty. {err.args[0]}"
             ) from err
@@ -475,5 +485,6 @@ class KLPENPPOLoss(PPOLoss):
                 self.beta.mul_(self.increment)
             elif kl_mean < self.dtarg / 1.5:
                 self.beta.mul_(self.decrement)
-        return self._finish(td, dist, log_weight, raw, loss_objective, {"kl": kl_mean})
+        # TorchRL returns the per-element KL (with a trailing singleton dim), not reduced
+        return self._finish(td, dist, log_weight, raw, loss_objective, {"kl": kl.detach().unsqueeze(-1)})
 

@@ -20,15 +20,15 @@ class ReinforceLoss(ActorCriticBase):
 
     The log-probability is that of the stored action under the current policy. The advantage and value
     target are read from the data, or computed by the loss's value estimator (GAE by default; with
-    ``delay_value=True`` the next-state values come from a target copy of the critic). Without a critic,
-    the advantage (e.g. a discounted return) must be in the data and only ``loss_actor`` is returned.
+    ``delay_value=True`` the next-state values come from a target copy of the critic). The critic is
+    required (``TypeError`` without one, as in TorchRL).
 
     Key table (``loss.set_keys(...)``): ``advantage``, ``value_target``, ``value`` (``"state_value"``),
     ``action`` and ``sample_log_prob`` (default: the actor's keys), ``reward``, ``done``, ``terminated``.
 
     Args:
         actor_network: probabilistic actor (e.g. :class:`~torchrl.modules.ProbabilisticActor`).
-        critic_network: value network writing ``"state_value"`` (optional).
+        critic_network: value network writing ``"state_value"``.
 
     Keyword Args:
         delay_value: keep a target critic (``target_critic_network_params``) for the next-state values.
@@ -85,7 +85,7 @@ class ReinforceLoss(ActorCriticBase):
         actor_network, critic_network = legacy_networks("ReinforceLoss", actor_network, critic_network, actor, critic)
         self._deprecated_gamma(gamma)
         self._setup_networks(actor_network, critic_network, separate_losses=separate_losses,
-                             delay_value=delay_value)
+                             delay_value=delay_value, critic_required=True)
         self.entropy_bonus = False
         self._setup_critic(1.0, loss_critic_type, clip_value, reduction)
         if legacy:
@@ -94,8 +94,8 @@ class ReinforceLoss(ActorCriticBase):
 
     @property
     def out_keys(self):
-        """``["loss_actor", "loss_value"]`` (``loss_value`` only with a critic)."""
-        return ["loss_actor"] + (["loss_value"] if self._has_critic else [])
+        """``["loss_actor", "loss_value"]``."""
+        return ["loss_actor", "loss_value"]
 
     @out_keys.setter
     def out_keys(self, value) -> None:
@@ -130,10 +130,15 @@ class ReinforceLoss(ActorCriticBase):
         log_prob = self._log_prob(dist, self._action(td))
         adv = self._element(adv, log_prob, "advantage")
         losses = {"loss_actor": -(log_prob * adv.detach())}
+        out = {}
         if self._has_critic:
-            losses["loss_value"] = self._element(self._critic_terms(td)[0], log_prob, "critic loss")
+            loss_value, fraction, _ = self._critic_terms(td)
+            losses["loss_value"] = self._element(loss_value, log_prob, "critic loss")
+            if fraction is not None:
+                out["value_clip_fraction"] = fraction
         mask = self._loss_mask(td)
-        return new_td({name: _reduce(v, self.reduction, mask) for name, v in losses.items()}, _EMPTY)
+        out.update({name: _reduce(v, self.reduction, mask) for name, v in losses.items()})
+        return new_td(out, _EMPTY)
 
 
 def _flat(key) -> list:

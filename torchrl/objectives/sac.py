@@ -68,8 +68,8 @@ class SACLoss(TemperatureMixin):
         min_alpha, max_alpha: bounds of the temperature.
         action_spec: the action spec, for ``target_entropy="auto"`` (default: the actor's spec).
         fixed_alpha: keep the temperature constant (``log_alpha`` is then a buffer).
-        target_entropy: a float, or ``"auto"`` (``-prod(action shape)``; from the spec, or from the first
-            sampled action when no spec is known).
+        target_entropy: a float, or ``"auto"`` (``-prod(action shape)`` from the spec; without one the
+            forward pass raises ``RuntimeError``, as in TorchRL).
         delay_actor: target actor for the next action. Defaults to ``False``.
         delay_qvalue: target Q-networks. Defaults to ``True``.
         delay_value: target value network (v1). Defaults to ``True``.
@@ -276,10 +276,15 @@ class SACLoss(TemperatureMixin):
             action = dist.rsample()
             log_prob = dist.log_prob(action)
         if not self._te_known:
-            with torch.no_grad():
-                self._target_entropy.fill_(-float(math.prod(dist.event_shape or action.shape[-1:])))
-            self.__dict__["_te_known"] = True
+            self._unknown_action_dim()
         return action, log_prob
+
+    def _unknown_action_dim(self):
+        raise RuntimeError(
+            "SACLoss: cannot infer the dimensionality of the action for target_entropy='auto': no action spec was "
+            f"given (action_spec=None) and the actor has no spec for {self.tensor_keys.action!r}. Pass "
+            "action_spec=env.action_spec, build the actor with spec=..., or pass a number as target_entropy."
+        )
 
     def _actor_terms(self, td: TensorDictBase, alpha: torch.Tensor):
         """``(loss_actor, log_prob, min_i Q_i(s, a))`` for a fresh reparameterised action."""

@@ -106,10 +106,11 @@ class TD3Loss(_TwinDelayedBase):
         )
 
     def actor_loss(self, tensordict) -> tuple[torch.Tensor, dict]:
-        """``-Q_0(s, mu(s))``; returns ``(loss, {"state_action_value_actor": ...})``."""
-        _, q = self._actor_q(tensordict)
-        loss = _reduce(-q, self.reduction, self._loss_mask(tensordict))
-        return loss, {"state_action_value_actor": q.detach()}
+        """``-Q_0(s, mu(s))``; returns ``(loss, {"state_action_value_actor": ...})`` with the Q-values of every
+        network on the policy's action (``[num_qvalue_nets, *B]``, as TorchRL)."""
+        _, q_all = self._actor_q(tensordict, every_net=True)
+        loss = _reduce(-q_all[0], self.reduction, self._loss_mask(tensordict))
+        return loss, {"state_action_value_actor": q_all.detach()}
 
     def value_loss(self, tensordict) -> tuple[torch.Tensor, dict]:
         """The summed Q-network losses; returns ``(loss, metadata)`` (metadata holds ``td_error``)."""

@@ -320,8 +320,8 @@ _REDUCTIONS = ("mean", "sum", "none")
 def _check_reduction(owner: str, reduction: str | None) -> str:
     if reduction is None:
         return "mean"
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{owner}: reduction must be one of {_REDUCTIONS}, got {reduction!r}.")
+    if reduction not in _REDUCTIONS:  # TorchRL raises NotImplementedError for an unknown reduction
+        raise NotImplementedError(f"{owner}: reduction must be one of {_REDUCTIONS}, got {reduction!r}.")
     return reduction
 
 
