@@ -64,7 +64,7 @@ class TestConstruction:
         assert BoundedDiscrete(0, 3, shape=(2,)).dtype == torch.float32
         assert type(BoundedDiscrete(0, 3, shape=(2,))) is BoundedDiscrete
         assert BoundedContinuous(0, 3, shape=(2,)).dtype == torch.float32
-        assert type(BoundedContinuous(0, 3, shape=(2,), dtype=torch.int64)) is BoundedDiscrete
+        assert type(BoundedContinuous(0, 3, shape=(2,), dtype=torch.int64)) is BoundedContinuous  # keeps its class
         assert type(Bounded(0, 3, shape=(2,), dtype=torch.int64, domain="continuous")) is BoundedContinuous
 
     def test_bounded_needs_shape_for_scalar_bounds(self):

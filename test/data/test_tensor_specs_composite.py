@@ -306,7 +306,7 @@ class TestGenerate:
         with pytest.raises(ValueError, match=r"dim names \['env'\] do not match the 2 batch dims"):
             spec.rand((2,))
         assert spec.expand(2, 3).names == [None, "env"] and spec.expand(2, 3).rand().names == [None, "env"]
-        with pytest.raises(ValueError, match="2 names for 1 dims"):
+        with pytest.raises(RuntimeError, match="2 names for 1 dims"):
             spec.refine_names("a", "b")
         with pytest.raises(RuntimeError, match=r"cannot coerce Composite names \['env'\] with \('u',\)"):
             spec.refine_names("u")

@@ -32,6 +32,7 @@ from torchrl.data.tensor_specs._utils import (
     _DimError,
     _ShapeError,
     _value_shape,
+    _ValueRuntimeError,
 )
 
 __all__ = ["TensorSpec"]
@@ -346,7 +347,10 @@ class TensorSpec:
 
     def unflatten(self: T, dim: int, sizes: tuple[int]) -> T:
         """Splits dim ``dim`` into ``sizes``."""
-        d = _neg_dim(dim, self.ndim)
+        try:
+            d = _neg_dim(dim, self.ndim)
+        except _DimError as err:
+            raise _ValueRuntimeError(f"{type(self).__name__}.unflatten: {err}") from None  # TorchRL: RuntimeError
         return self.reshape(*self.shape[:d], *sizes, *self.shape[d + 1 :])
 
     def unbind(self, dim: int = 0) -> tuple:

@@ -6,7 +6,7 @@ from typing import Any
 import torch
 
 from torchrl.data.tensor_specs._categorical import Categorical
-from torchrl.data.tensor_specs._utils import _size, _value_shape
+from torchrl.data.tensor_specs._utils import _expand_shape, _shape_args, _size, _value_shape
 
 __all__ = ["Binary"]
 
@@ -15,9 +15,9 @@ class Binary(Categorical):
     """A binary discrete tensor spec: every entry is 0 or 1 (``False`` or ``True`` for a boolean dtype).
 
     As in TorchRL, a ``Binary`` spec is a :class:`Categorical` spec with two categories: its space is
-    ``CategoricalBox(n=2)`` (so ``spec.n == 2``), every dim is an element dim (it can be indexed, unbound,
-    unsqueezed like a ``Categorical``'s) and ``enumerate`` gives the all-zeros and all-ones values. ``n``
-    only says the length of the last dim.
+    ``CategoricalBox(n=2)`` (so ``spec.n == 2``) and ``enumerate`` gives the all-zeros and all-ones values;
+    ``n`` only says the length of the last dim, which (as in TorchRL) indexing and ``unbind`` leave alone
+    while ``unsqueeze`` may add a dim after it.
 
     Args:
         n (int, optional): the length of the last dim. Defaults to ``shape[-1]``.
@@ -50,6 +50,28 @@ class Binary(Categorical):
         if n is not None and (not len(shape) or shape[-1] != n):
             raise ValueError(f"Binary: the last dim of shape {tuple(shape)} must equal n={n}.")
         super().__init__(2, shape=shape, device=device, dtype=dtype)
+
+    _feature_ndim = 1
+
+    def _batch_ndim(self) -> int:
+        return max(self.ndim - 1, 0)
+
+    def expand(self, *shape: int) -> Binary:
+        """A spec with ``shape`` (singleton or dynamic dims may grow, the last one too, as TorchRL)."""
+        new = _expand_shape(self, _shape_args(shape))
+        mask = None
+        if self.mask is not None:
+            off = len(new) - self.ndim
+            mask = self.mask.expand(*[1 if (i < off and d == -1) else d for i, d in enumerate(new)], 2)
+        return self._rebuild(new, {"mask": mask})
+
+    def unsqueeze(self, dim: int) -> Binary:
+        """A singleton dim inserted at ``dim`` (anywhere, the last dim included, as TorchRL)."""
+        d = dim if dim >= 0 else dim + self.ndim + 1
+        if not 0 <= d <= self.ndim:
+            raise ValueError(f"Binary.unsqueeze: dim {dim} is out of range for shape {self.shape}.")
+        mask = None if self.mask is None else self.mask.unsqueeze(d)
+        return self._rebuild(torch.Size((*self.shape[:d], 1, *self.shape[d:])), {"mask": mask})
 
     def _rebuild(self, shape: torch.Size, params: dict, **overrides: Any) -> Binary:
         out = Binary(shape=shape, device=overrides.get("device", self._device), dtype=overrides.get("dtype", self.dtype))

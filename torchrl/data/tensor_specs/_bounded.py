@@ -16,14 +16,14 @@ _RENAMES = {"minimum": "low", "maximum": "high"}
 
 
 def _pick_class(cls: type, args: tuple, kwargs: dict) -> type:
-    """TorchRL's rule: ``domain`` decides (anything but ``"continuous"`` is discrete), else the dtype does
-    (for ``Bounded`` and its subclasses alike); ``BoundedDiscrete()`` without a dtype stays discrete."""
+    """TorchRL's rule for ``Bounded(...)``: ``domain`` decides (anything but ``"continuous"`` is discrete),
+    else the dtype does; ``BoundedContinuous(...)`` / ``BoundedDiscrete(...)`` keep their class."""
+    if cls is not Bounded:
+        return cls
     dtype = kwargs.get("dtype", args[4] if len(args) > 4 else None)
     domain = kwargs.get("domain", args[5] if len(args) > 5 else None)
     if domain is not None:
         return BoundedContinuous if domain == "continuous" else BoundedDiscrete
-    if dtype is None and cls is not Bounded:
-        return cls
     return BoundedContinuous if _is_float(_dtype(dtype, torch.get_default_dtype())) else BoundedDiscrete
 
 
@@ -32,7 +32,8 @@ class Bounded(TensorSpec):
 
     ``Bounded(...)`` returns a :class:`BoundedContinuous` for floating dtypes (the default) and a
     :class:`BoundedDiscrete` for integer dtypes (or as ``domain`` says: anything but ``"continuous"`` is
-    discrete). The dtype defaults to ``torch.get_default_dtype()`` whatever the class, as in TorchRL.
+    discrete); the subclasses keep their class whatever the dtype. The dtype defaults to
+    ``torch.get_default_dtype()`` whatever the class, as in TorchRL.
 
     Args:
         low (float or torch.Tensor): lower bound(s), broadcast to ``shape``.

@@ -93,7 +93,13 @@ class Categorical(TensorSpec):
 
     @property
     def n(self) -> int:
-        return self.space.n
+        """The number of categories (``RuntimeError`` while it is unknown, see :meth:`set_provisional_n`)."""
+        n = self.space.n
+        if n < 0:
+            raise _ValueRuntimeError(
+                f"{type(self).__name__}: the number of categories is undefined (n=-1); call set_provisional_n(n) first."
+            )
+        return n
 
     def set_provisional_n(self, n: int) -> None:
         """Sets the number of categories of a spec built with ``n=-1``."""
@@ -168,6 +174,8 @@ class Categorical(TensorSpec):
 
     def cardinality(self) -> int:
         """``n``: the leading dims are batch dims, each enumerated value fills all of them."""
+        if self.space.n < 0:
+            raise self._no_n()
         return self.space.n
 
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:

@@ -8,7 +8,7 @@ from tensordict import NonTensorData, NonTensorStack, TensorDictBase, lazy_stack
 from tensordict.utils import is_non_tensor
 
 from torchrl.data.tensor_specs._base import TensorSpec
-from torchrl.data.tensor_specs._utils import DEVICE_TYPING, INDEX_TYPING, _cat_shape, _indent
+from torchrl.data.tensor_specs._utils import DEVICE_TYPING, INDEX_TYPING, _cat_shape, _DimError, _indent
 
 __all__ = ["Choice"]
 
@@ -38,7 +38,7 @@ class Choice(TensorSpec):
     def __init__(self, choices: list[TensorSpec | NonTensorData | NonTensorStack]) -> None:
         choices = list(choices)
         if not choices:
-            raise ValueError("Choice needs at least one choice.")
+            raise _DimError("Choice needs at least one choice.")  # TorchRL: IndexError
         first = choices[0]
         specs = [isinstance(c, TensorSpec) for c in choices]
         if any(specs) and not all(specs):

@@ -11,7 +11,6 @@ from torchrl.data.tensor_specs._utils import (
     DEVICE_TYPING,
     INDEX_TYPING,
     _device,
-    _DimError,
     _expand_shape,
     _indent,
     _indexed_shape,
@@ -43,6 +42,14 @@ class _NotASpecError(TypeError, AttributeError):
 
 class _NotACompositeError(TypeError, ValueError):
     """A nested key whose parent is a leaf: TorchRL raises TypeError, the natural type is ValueError."""
+
+
+class _NotACompositeKeyError(KeyError, IndexError):
+    """A nested key that goes through a leaf: TorchRL raises IndexError (the leaf is indexed with a string)."""
+
+
+class _NamesError(IndexError, RuntimeError):
+    """A wrong number of dim names: TorchRL raises IndexError, or RuntimeError once names are set."""
 
 
 class _ArgumentsError(TypeError, RuntimeError):
@@ -220,7 +227,7 @@ class Composite(TensorSpec):
         if len(names) == 1 and isinstance(names[0], (list, tuple)):
             names = tuple(names[0])
         if len(names) != self.ndim:
-            raise _DimError(f"Composite.refine_names: got {len(names)} names for {self.ndim} dims.")
+            raise _NamesError(f"Composite.refine_names: got {len(names)} names for {self.ndim} dims.")
         if self._names is not None:
             for old, new in zip(self._names, names):
                 if old is not None and new is not None and old != new:
@@ -274,7 +281,7 @@ class Composite(TensorSpec):
         cur: Any = self
         for depth, k in enumerate(key):
             if not isinstance(cur, Composite):
-                raise KeyError(
+                raise _NotACompositeKeyError(
                     f"key {_key_str(_public(key))} not found in Composite: {_key_str(_public(key[:depth]))} is a "
                     f"{type(cur).__name__}, not a Composite."
                 )

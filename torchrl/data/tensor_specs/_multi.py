@@ -212,10 +212,6 @@ class MultiCategorical(Categorical):
     def clone(self) -> MultiCategorical:
         return self._rebuild(self.shape, {"nvec": self.nvec.clone(), "mask": None if self.mask is None else self.mask.clone()})
 
-    def _repr_fields(self) -> list[str]:
-        fields = TensorSpec._repr_fields(self)
-        fields.insert(1, f"nvec={self.nvec.reshape(-1, self.nvec.shape[-1])[0].tolist() if self.nvec.numel() else []}")
-        return fields
 
 
 class MultiOneHot(OneHot):
@@ -376,7 +372,3 @@ class MultiOneHot(OneHot):
     def clone(self) -> MultiOneHot:
         return self._rebuild(self.shape, {"mask": None if self.mask is None else self.mask.clone()})
 
-    def _repr_fields(self) -> list[str]:
-        fields = super()._repr_fields()
-        fields.insert(1, f"nvec={self.nvec}")
-        return fields

@@ -27,11 +27,10 @@ class NonTensor(TensorSpec):
     """A spec for non-tensor data.
 
     ``rand``, ``zero`` and ``one`` return a ``NonTensorData`` holding ``example_data`` (``None`` by
-    default) with the spec's shape as batch size. As in TorchRL, a leading ``shape`` argument makes them
-    stack that many copies (a ``NonTensorStack``, or one ``NonTensorData`` for a 0-dim spec),
-    ``batched=True`` (the example is a whole batch) always gives one ``NonTensorData``, and with
-    ``feature_dims`` the copies are stacked over the batch dims (the last ``feature_dims`` dims belong to
-    one datum). ``is_in`` accepts ``NonTensorData`` / ``NonTensorStack`` values whose batch size ends with
+    default) with the spec's shape as batch size. As in TorchRL, the last ``feature_dims`` dims belong to
+    one datum (by default every dim given at construction) and copies are stacked over the dims before
+    them (a ``NonTensorStack``: after ``expand`` or with a leading ``shape`` argument), unless the datum
+    is 0-dim; ``batched=True`` (the example is a whole batch) always gives one ``NonTensorData``. ``is_in`` accepts ``NonTensorData`` / ``NonTensorStack`` values whose batch size ends with
     the spec's shape, and plain Python objects (the data itself); it refuses tensors. ``dtype`` stays
     ``None`` (``to(dtype)`` keeps it), ``domain`` is ``None``.
 
@@ -71,7 +70,8 @@ class NonTensor(TensorSpec):
         self._device = _device(device)
         self.example_data = example_data
         self.batched = bool(batched)
-        self.feature_dims = feature_dims
+        # as TorchRL: unless batched, every dim given at construction belongs to one datum
+        self.feature_dims = feature_dims if (feature_dims is not None or self.batched) else len(shape)
 
     @property
     def device(self) -> torch.device | None:
@@ -93,13 +93,11 @@ class NonTensor(TensorSpec):
 
     def _make(self, shape: Any) -> NonTensorData | NonTensorStack:
         full = _cat_shape(shape, self.shape)
-        if self.feature_dims is not None:
-            fd = min(self.feature_dims, len(full))
-            return self._stack(full[: len(full) - fd], full[len(full) - fd :])
-        lead = len(full) - len(self.shape)
-        if self.batched or not lead or not len(self.shape):
+        fd = 0 if self.batched else min(self.feature_dims or 0, len(full))
+        lead, inner = full[: len(full) - fd], full[len(full) - fd :]
+        if not len(lead) or not len(inner):
             return NonTensorData(data=self.example_data, batch_size=full, device=self._device)
-        return self._stack(full[:lead], self.shape)
+        return self._stack(lead, inner)
 
     def _stack(self, lead: torch.Size, inner: torch.Size) -> NonTensorData | NonTensorStack:
         """Copies of ``NonTensorData(example, batch_size=inner)`` stacked over ``lead``."""

@@ -116,7 +116,7 @@ class _LazyStackedMixin:
         if off < 0 or not _shapes_compatible(self.shape, new[off:]) and not _shapes_compatible(new[off:], self.shape):
             raise _ValueRuntimeError(f"{type(self).__name__}.expand: shape {new} is not compatible with {self.shape}.")
         for i, (o, n) in enumerate(zip(self.shape, new[off:])):
-            if n not in (o, -1) and o != -1:
+            if n != o and o != -1:  # -1 is a dynamic dim (as for leaves), not "keep"
                 raise _ValueRuntimeError(
                     f"{type(self).__name__}.expand: only new leading dims can be added; got {new} for {self.shape}."
                 )

@@ -56,6 +56,8 @@ class Unbounded(TensorSpec):
             cls = UnboundedContinuous if _is_float(dtype) else UnboundedDiscrete
         out = super().__new__(cls)
         out._default_dtype = called._default_dtype
+        if not issubclass(cls, called):  # e.g. UnboundedDiscrete(dtype=torch.float32): Python skips __init__
+            out.__init__(*args, **kwargs)
         return out
 
     def __init__(

@@ -83,7 +83,7 @@ def _dtype(dtype: Any, default: torch.dtype) -> torch.dtype:
             return out
     if isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
         return torch.from_numpy(np.zeros((), dtype=dtype)).dtype
-    raise ValueError(f"unknown dtype {dtype!r}; pass a torch.dtype such as torch.float32.")
+    raise _DtypeError(f"unknown dtype {dtype!r}; pass a torch.dtype such as torch.float32.")
 
 
 def _is_float(dtype: torch.dtype) -> bool:
@@ -166,6 +166,10 @@ class _ValueRuntimeError(ValueError, RuntimeError):
 
 
 _ShapeError = _ValueRuntimeError
+
+
+class _DtypeError(ValueError, AttributeError):
+    """An unknown dtype: TorchRL raises AttributeError (a string has no dtype attributes), ours says which."""
 
 
 def _neg_dim(dim: int, ndim: int, *, what: str = "dim") -> int:
