@@ -51,10 +51,13 @@ class TestBasics:
         assert rb[0] == (10, "z")
 
     def test_tensordict_buffer_writes_index_and_samples_match_storage(self):
+        # as TorchRL: the slots are stored with the data ("index" in rb[:]) and the input is left as it was
         rb = TensorDictReplayBuffer(storage=LazyTensorStorage(100), batch_size=16)
         data = steps(50)
         index = rb.extend(data)
-        assert torch.equal(index, torch.arange(50)) and torch.equal(data["index"], torch.arange(50))
+        assert torch.equal(index, torch.arange(50)) and "index" not in data.keys()
+        assert torch.equal(rb[:]["index"], torch.arange(50)) and torch.equal(rb[-3:]["index"], torch.arange(47, 50))
+        assert rb[torch.tensor([4, 49])]["index"].tolist() == [4, 49] and rb[-1]["index"].item() == 49
         sample = rb.sample()
         assert sample.batch_size == (16,)
         assert torch.equal(sample["action"], sample["index"])

@@ -390,7 +390,7 @@ class TestSelectKeys:
         SelectKeys(["x", "y"]).register(trainer)
         ReplayBufferTrainer(rb).register(trainer)
         trainer.train()
-        assert set(rb[:16].keys()) == {"x", "y"}
+        assert set(rb[:16].keys()) == {"x", "y", "index"}  # the selected keys, and the slots (as TorchRL)
 
     def test_missing_key(self):
         with pytest.raises(KeyError, match=r"SelectKeys: keys \['z'\] not found in the batch; available: \['a'\]"):

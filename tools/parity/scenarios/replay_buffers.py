@@ -402,3 +402,19 @@ def scenario_slice_sampler_without_replacement():
     torch.manual_seed(0)
     batches = [_flags(batch) for batch in rb]
     return [len(batches), sorted(torch.cat([b[0] for b in batches]).int().tolist())]
+
+
+def scenario_tensordict_buffer_index_entry():
+    import torch as _torch
+    from tensordict import TensorDict as _TD
+    from torchrl.data import LazyTensorStorage as _LTS, TensorDictReplayBuffer as _TDRB
+
+    rb = _TDRB(storage=_LTS(4))
+    single = _TD({"a": _torch.tensor(3)}, [])
+    rb.add(single)
+    batch = _TD({"a": _torch.arange(5)}, [5])
+    ret = rb.extend(batch)
+    grid = _TD({"a": _torch.arange(6).view(3, 2)}, [3, 2])
+    rb2 = _TDRB(storage=_LTS(10))
+    rb2.extend(grid)
+    return [sorted(single.keys()), sorted(batch.keys()), ret, rb[:], rb[1:3], rb2[:]]

@@ -17,9 +17,9 @@ class TensorDictReplayBuffer(ReplayBuffer):
 
     Sampled batches carry the sample info as entries: ``"index"`` (the storage index of every element,
     stacked coordinates for multi-dimensional storages), ``"priority_weight"`` with prioritized samplers,
-    slice boundary flags with slice samplers. ``extend`` writes ``"index"`` into the extended tensordict,
-    so that a batch whose ``priority_key`` entry was filled (e.g. by a loss) can be passed to
-    :meth:`update_tensordict_priority`.
+    slice boundary flags with slice samplers. As in TorchRL, the default writer stores each element's slot as
+    an ``"index"`` entry (``rb[:]`` has it too) and the extended tensordict is left as it was; a sampled batch
+    whose ``priority_key`` entry was filled (e.g. by a loss) can be passed to :meth:`update_tensordict_priority`.
 
     Keyword Args:
         priority_key (NestedKey, optional): the entry holding priorities. Defaults to ``"td_error"``.
@@ -44,6 +44,8 @@ class TensorDictReplayBuffer(ReplayBuffer):
         self.priority_key = priority_key
 
     def add(self, data: TensorDictBase) -> int:
+        if isinstance(data, TensorDictBase):
+            data = data.copy()  # the writer stores the slot as "index": the caller's TensorDict stays as it was
         index = super().add(data)
         if (
             index is not None
@@ -55,22 +57,37 @@ class TensorDictReplayBuffer(ReplayBuffer):
         return index
 
     def extend(self, tensordicts: TensorDictBase, *, update_priority: bool | None = None) -> torch.Tensor:
+        if isinstance(tensordicts, TensorDictBase):
+            tensordicts = tensordicts.copy()  # the writer stores each slot as "index": the input stays as it was
         index = super().extend(tensordicts)
         if not isinstance(tensordicts, TensorDictBase) or index is None or index.numel() == 0:
             return index
-        batch = tensordicts.batch_size
-        if self._dim_extend == 0 and len(batch) >= 1 and index.numel() == batch[0] and not tensordicts.is_locked:
-            if len(batch) == 1 and type(tensordicts) is TensorDict:
-                tensordicts._set_str("index", index, inplace=False, validated=True)  # shape known to match
-            elif len(batch) == 1:
-                tensordicts.set("index", index)
-            else:
-                tensordicts.set("index", index.reshape(-1, *([1] * (len(batch) - 1))).expand(batch))
+        if "index" not in tensordicts.keys() and tensordicts.batch_dims and index.numel() == tensordicts.shape[0]:
+            batch = tensordicts.batch_size  # another writer: the index still serves update_tensordict_priority
+            tensordicts.set("index", index.reshape(-1, *([1] * (len(batch) - 1))).expand(batch))
         if update_priority is None:
             update_priority = isinstance(self._sampler, PrioritizedSampler) and self.priority_key in tensordicts.keys(True)
         if update_priority:
             self.update_tensordict_priority(tensordicts)
         return index
+
+    def __getitem__(self, index):
+        """The stored elements at ``index`` with their slots as an ``"index"`` entry (TorchRL stores it)."""
+        data = super().__getitem__(index)
+        if isinstance(data, TensorDictBase) and "index" not in data.keys() and self._storage.ndim == 1:
+            n = len(self)
+            if isinstance(index, slice):
+                slots = torch.arange(*index.indices(n))
+            else:
+                slots = torch.as_tensor(index)
+                if slots.dtype == torch.bool:
+                    slots = slots.nonzero().squeeze(-1)
+                slots = torch.where(slots < 0, slots + n, slots)
+            if slots.ndim == 1 and data.batch_dims >= 1 and data.shape[0] == slots.numel():
+                slots = slots.reshape(-1, *([1] * (data.batch_dims - 1))).expand(data.batch_size)
+            if slots.shape == data.batch_size:
+                data.set("index", slots.to(torch.int64))
+        return data
 
     def sample(
         self, batch_size: int | None = None, return_info: bool = False, include_info: bool | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import torch
+from tensordict import TensorDictBase
 
 from torchrl.data.replay_buffers._utils import INT_CLASSES, _as_index
 from torchrl.data.replay_buffers.storages.tensor_storage import _batch_shape
@@ -188,7 +189,9 @@ class RoundRobinWriter(Writer):
 
 
 class TensorDictRoundRobinWriter(RoundRobinWriter):
-    """A :class:`RoundRobinWriter` for TensorDict data (kept for TorchRL compatibility; same behaviour).
+    """A :class:`RoundRobinWriter` for TensorDict data: as TorchRL's, it writes each element's slot into the
+    data as an ``"index"`` entry, which is stored with it (:class:`TensorDictReplayBuffer` passes it a shallow
+    copy, so that the caller's TensorDict is left as it was).
 
     Examples:
         >>> import torch
@@ -201,10 +204,28 @@ class TensorDictRoundRobinWriter(RoundRobinWriter):
     """
 
     def add(self, data: Any) -> int | torch.Tensor:
+        if isinstance(data, TensorDictBase):  # as TorchRL: the slot is written into the data, and stored with it
+            data = _with_index(data, torch.tensor(self._cursor))
         return super().add(data)
 
     def extend(self, data: Sequence) -> torch.Tensor:
+        if isinstance(data, TensorDictBase) and data.batch_dims:
+            storage = self._storage
+            n = data.shape[0]
+            capacity = (storage._capacity_rows if getattr(storage, "initialized", False)
+                        else self._capacity(data, single=False))
+            cursor = self._cursor_value if self._shared is None else self._cursor
+            slots = torch.arange(cursor, cursor + n) % capacity
+            data = _with_index(data, slots.reshape(-1, *([1] * (data.batch_dims - 1))).expand(data.batch_size))
         return super().extend(data)
 
     def write_at(self, index: int | torch.Tensor, data: Any) -> int | torch.Tensor:
         return super().write_at(index, data)
+
+
+def _with_index(data: TensorDictBase, index: torch.Tensor) -> TensorDictBase:
+    """``data`` with an ``"index"`` entry (written in place, or into a shallow copy of a locked TensorDict)."""
+    if data.is_locked:
+        data = data.copy()
+    data.set("index", index)
+    return data
