@@ -223,6 +223,11 @@ class TestDQNNetworks:
         value = net.value(net.features(x))
         torch.testing.assert_close(q.mean(-1, keepdim=True), value)
 
+    def test_dueling_mlp_heads_are_lazy(self):
+        net = DuelingMlpDQNet(2)  # as TorchRL: the heads' input size is inferred
+        assert isinstance(net.advantage[0], torch.nn.LazyLinear) and isinstance(net.value[0], torch.nn.LazyLinear)
+        assert net(torch.randn(4, 5)).shape == (4, 2) and net.advantage[0].in_features == 256
+
     def test_dueling_cnn(self):
         net = DuelingCnnDQNet(6, cnn_kwargs={"num_cells": [4, 4], "kernel_sizes": 3, "strides": 2}, mlp_kwargs={"num_cells": 8})
         x = torch.randn(2, 3, 16, 16)
@@ -240,13 +245,23 @@ class TestDQNNetworks:
             DistributionalDQNnet(in_keys=["a", "b"], out_keys=["c"])
 
     def test_ddpg_networks(self):
-        action, hidden = DdpgCnnActor(3, conv_net_kwargs={"num_cells": [4, 4], "strides": 2})(torch.randn(2, 3, 16, 16))
+        small = {"num_cells": [4, 4], "kernel_sizes": 3, "strides": 2, "paddings": 0}
+        action, hidden = DdpgCnnActor(3, conv_net_kwargs=small)(torch.randn(2, 3, 16, 16))
         assert action.shape == (2, 3) and hidden.shape[0] == 2
-        pooled_action, pooled_hidden = DdpgCnnActor(3, conv_net_kwargs={"num_cells": [4, 4], "strides": 2}, use_avg_pooling=True)(
+        pooled_action, pooled_hidden = DdpgCnnActor(3, conv_net_kwargs=small, use_avg_pooling=True)(
             torch.randn(2, 3, 16, 16)
         )
         assert pooled_hidden.shape == (2, 4)
-        assert DdpgCnnQNet(conv_net_kwargs={"num_cells": [4]})(torch.randn(2, 3, 8, 8), torch.randn(2, 4)).shape == (2, 1)
+        one = {"num_cells": [4], "kernel_sizes": 3, "strides": 1, "paddings": 0}
+        assert DdpgCnnQNet(conv_net_kwargs=one)(torch.randn(2, 3, 8, 8), torch.randn(2, 4)).shape == (2, 1)
+        # TorchRL's default trunks (Atari-style 8/4/3 kernels, 4/2/1 strides): per-layer lists of 3 entries
+        actor = DdpgCnnActor(2)
+        convs = [m for m in actor.convnet if isinstance(m, (torch.nn.Conv2d, torch.nn.LazyConv2d))]
+        assert [c.kernel_size for c in convs] == [(8, 8), (4, 4), (3, 3)] and [c.stride for c in convs] == [
+            (4, 4), (2, 2), (1, 1)]
+        assert [c.out_channels for c in DdpgCnnQNet().convnet if isinstance(c, torch.nn.Conv2d)] == [32, 64, 128]
+        with pytest.raises(RuntimeError, match="depth=3 conflicts with num_cells"):
+            DdpgCnnActor(3, conv_net_kwargs={"num_cells": [4, 4]})
         assert DdpgMlpActor(2)(torch.randn(5, 11)).shape == (5, 2)
         assert DdpgMlpQNet()(torch.randn(5, 11), torch.randn(5, 2)).shape == (5, 1)
 
@@ -436,6 +451,8 @@ class TestMultiAgentMLP:
         with pytest.raises(ValueError, match=r"n_agents=3, features\), got \(5, 2, 4\)"):
             net(torch.randn(5, 2, 4))
         with pytest.raises(ValueError, match="expected 4 features per agent, got 5"):
+            net(torch.randn(5, 3, 5))
+        with pytest.raises(RuntimeError):  # TorchRL's type there
             net(torch.randn(5, 3, 5))
         assert MultiAgentMLP(4, 2, 3, centralised=True, share_params=True).centralized
 

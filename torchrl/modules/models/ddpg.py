@@ -31,8 +31,8 @@ class DdpgCnnActor(nn.Module):
 
     Args:
         action_dim (int): action size.
-        conv_net_kwargs (dict, optional): merged into ``num_cells=[32, 64, 64], kernel_sizes=3,
-            strides=[2, 2, 1], paddings=1, activation_class=nn.ELU``.
+        conv_net_kwargs (dict, optional): merged into ``num_cells=[32, 64, 64], kernel_sizes=[8, 4, 3],
+            strides=[4, 2, 1], paddings=[0, 0, 1], activation_class=nn.ELU`` (TorchRL's defaults).
         mlp_net_kwargs (dict, optional): merged into ``out_features=action_dim, depth=2, num_cells=200,
             activation_class=nn.ELU``.
         use_avg_pooling (bool, optional): average-pool the feature maps instead of flattening them.
@@ -42,7 +42,7 @@ class DdpgCnnActor(nn.Module):
     Examples:
         >>> import torch
         >>> from torchrl.modules.models import DdpgCnnActor
-        >>> action, hidden = DdpgCnnActor(3)(torch.randn(2, 3, 32, 32))
+        >>> action, hidden = DdpgCnnActor(3)(torch.randn(2, 3, 64, 64))
         >>> action.shape
         torch.Size([2, 3])
     """
@@ -56,7 +56,7 @@ class DdpgCnnActor(nn.Module):
         device=None,
     ) -> None:
         super().__init__()
-        conv = {"num_cells": [32, 64, 64], "kernel_sizes": 3, "strides": [2, 2, 1], "paddings": 1,
+        conv = {"num_cells": [32, 64, 64], "kernel_sizes": [8, 4, 3], "strides": [4, 2, 1], "paddings": [0, 0, 1],
                 "activation_class": nn.ELU}
         self.convnet = ConvNet(**_conv_kwargs(conv, conv_net_kwargs, use_avg_pooling, device))
         mlp = {"out_features": action_dim, "depth": 2, "num_cells": 200, "activation_class": nn.ELU,
@@ -99,8 +99,8 @@ class DdpgCnnQNet(nn.Module):
     """DDPG critic on images: ``MLP(cat(ConvNet(observation), action))``.
 
     Args:
-        conv_net_kwargs (dict, optional): merged into ``num_cells=[32, 32, 32], kernel_sizes=3, strides=1,
-            paddings=1, activation_class=nn.ELU``.
+        conv_net_kwargs (dict, optional): merged into ``num_cells=[32, 64, 128], kernel_sizes=[8, 4, 3],
+            strides=[4, 2, 1], paddings=[0, 0, 1], activation_class=nn.ELU`` (TorchRL's defaults).
         mlp_net_kwargs (dict, optional): merged into ``out_features=1, depth=2, num_cells=200,
             activation_class=nn.ELU``.
         use_avg_pooling (bool, optional): average-pool the feature maps. Defaults to ``True``.
@@ -109,7 +109,7 @@ class DdpgCnnQNet(nn.Module):
     Examples:
         >>> import torch
         >>> from torchrl.modules.models import DdpgCnnQNet
-        >>> DdpgCnnQNet()(torch.randn(2, 3, 16, 16), torch.randn(2, 4)).shape
+        >>> DdpgCnnQNet()(torch.randn(2, 3, 64, 64), torch.randn(2, 4)).shape
         torch.Size([2, 1])
     """
 
@@ -121,8 +121,8 @@ class DdpgCnnQNet(nn.Module):
         device=None,
     ) -> None:
         super().__init__()
-        conv = {"num_cells": [32, 32, 32], "kernel_sizes": 3, "strides": 1, "paddings": 1,
-                "activation_class": nn.ELU}
+        conv = {"num_cells": [32, 64, 128], "kernel_sizes": [8, 4, 3], "strides": [4, 2, 1],
+                "paddings": [0, 0, 1], "activation_class": nn.ELU}
         self.convnet = ConvNet(**_conv_kwargs(conv, conv_net_kwargs, use_avg_pooling, device))
         mlp = {"out_features": 1, "depth": 2, "num_cells": 200, "activation_class": nn.ELU, "device": device}
         mlp.update(mlp_net_kwargs or {})

@@ -51,8 +51,7 @@ class DuelingMlpDQNet(nn.Module):
         feature.update(mlp_kwargs_feature or {})
         self.features = MLP(**feature)
         head = {"depth": 1, "num_cells": 512, "activation_class": nn.ELU, "device": device}
-        head.update(mlp_kwargs_output or {})
-        head.setdefault("in_features", feature["out_features"])
+        head.update(mlp_kwargs_output or {})  # lazy input size unless given, as TorchRL
         self.advantage = MLP(**{**head, "out_features": out_features})
         self.value = MLP(**{**head, "out_features": out_features_value})
 

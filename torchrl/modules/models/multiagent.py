@@ -14,6 +14,11 @@ from torchrl.modules.models.multiagent_base import MultiAgentNetBase
 __all__ = ["MultiAgentNetBase", "MultiAgentMLP", "MultiAgentConvNet", "Mixer", "QMixer", "VDNMixer"]
 
 
+class _FeatureSizeError(ValueError, RuntimeError):
+    """Wrong number of input features per agent: a ``ValueError``, also the ``RuntimeError`` TorchRL raises (from
+    its batched matmul)."""
+
+
 class MultiAgentMLP(MultiAgentNetBase):
     """A multi-agent MLP: inputs ``(*B, n_agents, n_agent_inputs)``, outputs ``(*B, n_agents, n_agent_outputs)``.
 
@@ -103,7 +108,7 @@ class MultiAgentMLP(MultiAgentNetBase):
                 f"{tuple(x.shape)}."
             )
         if self.n_agent_inputs is not None and x.shape[-1] != self.n_agent_inputs:
-            raise ValueError(
+            raise _FeatureSizeError(
                 f"MultiAgentMLP: expected {self.n_agent_inputs} features per agent, got {x.shape[-1]} "
                 f"(input shape {tuple(x.shape)})."
             )
