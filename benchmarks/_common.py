@@ -43,3 +43,12 @@ def report(figures: dict[str, float]) -> None:
 
 def single_thread() -> None:
     torch.set_num_threads(1)
+
+
+def rss_mib(pid: int | None = None) -> float:
+    """Resident set size of process ``pid`` (this process by default), MiB, read from ``/proc``."""
+    with open(f"/proc/{pid or 'self'}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")

@@ -31,7 +31,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import interleaved_best, report, single_thread  # noqa: E402
+from _common import interleaved_best, report, rss_mib, single_thread  # noqa: E402
 
 import gymnasium as gym  # noqa: E402
 from tensordict.nn import TensorDictModule  # noqa: E402
@@ -162,14 +162,6 @@ def cpu_timed(fn):
         return time.process_time() - start
 
     return run
-
-
-def rss_mib(pid: int | None = None) -> float:
-    with open(f"/proc/{pid or 'self'}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def main() -> None:

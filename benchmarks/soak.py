@@ -37,19 +37,13 @@ from pathlib import Path
 import torch
 from tensordict.nn import TensorDictModule
 
-from torchrl._atomic import atomic_directory
-from torchrl.collectors import MultiSyncCollector
-from torchrl.data import LazyMemmapStorage, TensorDictPrioritizedReplayBuffer
-from torchrl.envs import PendulumEnv
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import rss_mib  # noqa: E402
 
-
-def rss_mib(pid: int | None = None) -> float:
-    """Resident set size of ``pid`` (this process by default), MiB, from ``/proc``."""
-    with open(f"/proc/{pid or 'self'}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS line in /proc/<pid>/status")
+from torchrl._atomic import atomic_directory  # noqa: E402
+from torchrl.collectors import MultiSyncCollector  # noqa: E402
+from torchrl.data import LazyMemmapStorage, TensorDictPrioritizedReplayBuffer  # noqa: E402
+from torchrl.envs import PendulumEnv  # noqa: E402
 
 
 def make_policy() -> TensorDictModule:
