@@ -16,8 +16,9 @@ from torchrl.collectors import BaseCollector, Collector, RandomPolicy, SyncDataC
 from torchrl.data import LazyTensorStorage, ReplayBuffer
 from torchrl.envs import PendulumEnv, SerialEnv, StepCounter, TransformedEnv
 from torchrl.envs.utils import RandomPolicy as EnvRandomPolicy
+from torchrl.modules import QValueActor
 from torchrl.modules.tensordict_module import GRUModule
-from torchrl.testing import CountingEnv, CountingEnvCountPolicy
+from torchrl.testing import CountingEnv, CountingEnvCountPolicy, DiscreteActionVecMockEnv
 
 
 def count_policy(env):
@@ -258,6 +259,24 @@ def test_random_phase_batches_carry_the_policy_outputs_zero_filled():
     assert (batches[0]["hidden"] == 0).all() and (batches[0][("extra", "logp")] == 0).all()
     assert (batches[1]["hidden"] != 0).any()
     assert len(rb) == 18
+
+
+def test_random_phase_actions_take_the_policy_dtype():
+    # a Q-value policy writes int64 one-hot actions on a bool one-hot spec: TorchRL's random-phase batches
+    # carry int64 actions too, so that one tensor storage holds every batch
+    env = DiscreteActionVecMockEnv()
+    spec = env.action_spec
+    assert spec.dtype == torch.bool
+    actor = QValueActor(nn.Linear(env.observation_spec["observation"].shape[-1], spec.shape[-1]),
+                        in_keys=["observation"], spec=spec)
+    collector = Collector(env, actor, frames_per_batch=5, total_frames=15, init_random_frames=5)
+    rb = ReplayBuffer(storage=LazyTensorStorage(100))
+    dtypes = []
+    for batch in collector:
+        dtypes.append(batch["action"].dtype)
+        rb.extend(batch)
+    assert dtypes == [torch.long] * 3 and len(rb) == 15
+    assert (rb[:5]["action"].sum(-1) == 1).all()  # still valid one-hot actions
 
 
 def test_plain_modules_are_wrapped():

@@ -176,11 +176,14 @@ class TestQValueModule:
         assert td["chosen_action_value"].tolist() == [[3.0], [5.0]]
         assert module.action_space == "categorical" and module.out_keys == ["action", "action_value", "chosen_action_value"]
 
-    def test_one_hot_dtype_follows_spec(self):
+    def test_action_is_int64_whatever_the_spec_dtype(self):
+        # as TorchRL: a bool OneHot spec (or an int32 Categorical) still gives int64 actions
         module = QValueModule(spec=OneHot(3))
         td = module(TensorDict(action_value=VALUES, batch_size=[2]))
-        assert td["action"].dtype == torch.bool
-        assert td["action"].long().tolist() == [[0, 1, 0], [1, 0, 0]]
+        assert td["action"].dtype == torch.long
+        assert td["action"].tolist() == [[0, 1, 0], [1, 0, 0]]
+        module = QValueModule(spec=Categorical(3, dtype=torch.int32))
+        assert module(TensorDict(action_value=VALUES, batch_size=[2]))["action"].dtype == torch.long
         module = QValueModule(action_space="one-hot")
         assert module(TensorDict(action_value=VALUES, batch_size=[2]))["action"].dtype == torch.long
 
@@ -189,7 +192,7 @@ class TestQValueModule:
         values = torch.tensor([0.0, 1.0, 5.0, 2.0, 3.0])
         td = module(TensorDict(action_value=values))
         assert td["action"].long().tolist() == [0, 1, 1, 0, 0]
-        assert td["chosen_action_value"].tolist() == [1.0, 5.0]
+        assert td["chosen_action_value"].tolist() == [6.0]  # summed over the components, as TorchRL
         assert module.var_nums == [2, 3]
 
     def test_binary(self):
@@ -255,7 +258,9 @@ class TestQValueActor:
         n_obs = env.observation_spec["observation"].shape[-1]
         actor = QValueActor(nn.Linear(n_obs, env.action_spec.shape[-1]), spec=env.action_spec)
         rollout = env.rollout(5, actor)
-        assert env.action_spec.is_in(rollout["action"][0])
+        # int64 one-hot actions (as TorchRL), valid once cast to the spec's dtype
+        assert rollout["action"].dtype == torch.long
+        assert env.action_spec.is_in(rollout["action"][0].to(env.action_spec.dtype))
 
     def test_seed_tensordict_module(self):
         qnet = TensorDictModule(
@@ -350,7 +355,9 @@ class TestOperators:
         policy = TensorDictModule(nn.Linear(4, 2), in_keys=["hidden"], out_keys=["action"])
         critic = ValueOperator(MLP(in_features=6, out_features=1, num_cells=[]), in_keys=["hidden", "action"])
         op = ActorCriticOperator(common, policy, critic)
-        assert op.get_critic_operator() is op and op.get_value_operator() is op
+        assert op.get_critic_operator() is op
+        with pytest.raises(RuntimeError, match="Use get_critic_operator"):  # as TorchRL
+            op.get_value_operator()
         td = op.get_critic_operator()(TensorDict(observation=torch.randn(3)))
         assert td["state_action_value"].shape == (1,)
         assert op.get_policy_head() is policy and op.get_value_head() is critic

@@ -114,7 +114,7 @@ class TestEGreedy:
         actor = QValueActor(nn.Linear(4, 3), spec=OneHot(3))
         policy = TensorDictSequential(actor, EGreedyModule(OneHot(3), eps_init=1.0))
         out = policy(TensorDict(observation=torch.randn(50, 4), batch_size=[50]))["action"]
-        assert bool((out.sum(-1) == 1).all()) and out.dtype == torch.bool
+        assert bool((out.sum(-1) == 1).all()) and out.dtype == torch.long  # the Q-value actor's int64, as TorchRL
 
 
 class TestAdditiveGaussian:
@@ -129,8 +129,10 @@ class TestAdditiveGaussian:
         noise.step(10)
         assert math.isclose(float(noise.sigma), 1.0, rel_tol=1e-6)
 
-    def test_safe_projection(self):
-        noise = AdditiveGaussianModule(Bounded(-1.0, 1.0, (2,)), sigma_init=100.0, safe=True)
+    @pytest.mark.parametrize("safe", [True, False])
+    def test_projection_onto_the_spec(self, safe):
+        # as TorchRL (and its docs): the explored action is projected onto the spec whatever ``safe``
+        noise = AdditiveGaussianModule(Bounded(-1.0, 1.0, (2,)), sigma_init=100.0, safe=safe)
         out = noise(TensorDict(action=torch.zeros(100, 2), batch_size=[100]))["action"]
         assert bool((out.abs() <= 1).all()) and bool((out.abs() == 1).any())
 
@@ -169,7 +171,9 @@ class TestOrnsteinUhlenbeck:
         ou = _ou()
         td = TensorDict(action=torch.zeros(3, 2), is_init=torch.ones(3, 1, dtype=torch.bool), batch_size=[3])
         td = ou(td)
-        assert td["_ou_steps"].squeeze(-1).tolist() == [1, 1, 1] and td["_ou_prev_noise"].shape == (3, 2)
+        assert td["_ou_steps"].tolist() == [1, 1, 1] and td["_ou_prev_noise"].shape == (3, 2)
+        assert td["_ou_steps"].shape == (3,)  # one count per env, as TorchRL
+        assert ou.in_keys == ["action"]  # is_init is read when present, not listed (as TorchRL)
         td["is_init"] = torch.tensor([[True], [False], [False]])
         td["action"] = torch.zeros(3, 2)
         td = ou(td)

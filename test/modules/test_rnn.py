@@ -452,10 +452,12 @@ class TestModes:
         with set_recurrent_mode(False):
             assert not module.recurrent_mode
         plain = _make(GRUModule)
-        copy = plain.set_recurrent_mode(True)
-        assert copy.recurrent_mode and not plain.recurrent_mode and copy.gru is plain.gru
-        with pytest.raises(RuntimeError, match="set_recurrent_mode"):
+        # as TorchRL >= 0.8: the method is gone (RuntimeError), and the mode cannot be assigned in place
+        with pytest.raises(RuntimeError, match=r"set_recurrent_mode\(\) was removed.*default_recurrent_mode"):
+            plain.set_recurrent_mode(True)
+        with pytest.raises(RuntimeError, match="cannot be changed in place"):
             plain.recurrent_mode = True
+        assert not plain.recurrent_mode
 
     def test_matmul_precision(self):
         assert get_recurrent_matmul_precision() == "ieee"

@@ -40,6 +40,8 @@ class RolloutCollector:
                 for _ in range(self.frames_per_batch):
                     if self.frames < self.init_random_frames:
                         td = self.env.rand_action(td)
+                        # the Q-value policy writes int64 one-hot actions (as TorchRL's): random ones alike
+                        td["action"] = td["action"].long()
                     else:
                         td = self.policy(td)
                     td, nxt = self.env.step_and_maybe_reset(td)

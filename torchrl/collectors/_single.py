@@ -365,8 +365,10 @@ class Collector(BaseCollector):
         return batch
 
     def _add_policy_outputs(self, batch: TensorDictBase) -> None:
-        """Gives a random-phase batch the entries the policy writes besides the action, zero-filled (as
-        TorchRL does), so that every batch has the same keys (``rb.extend`` into a tensor storage needs it).
+        """Gives a random-phase batch the entries the policy writes besides the action, zero-filled, and the
+        policy's dtypes for the entries it rewrites (e.g. int64 one-hot actions of a Q-value policy on a bool
+        one-hot spec), as TorchRL does, so that every batch has the same keys and dtypes (``rb.extend`` into a
+        tensor storage needs it).
 
         The entries are found once, by a call of the policy on the env's zero-filled root data."""
         extras = self._policy_extras
@@ -377,19 +379,27 @@ class Collector(BaseCollector):
         for key, (shape, dtype, device) in extras.items():
             if key not in batch.keys(include_nested=True):
                 batch.set(key, torch.zeros((*lead, *shape), dtype=dtype, device=device))
+            elif shape is None:  # an entry the policy writes with another dtype than the random one
+                value = batch.get(key)
+                if value.dtype != dtype:
+                    batch.set(key, value.to(dtype))
 
     def _find_policy_extras(self) -> dict:
         if self._given_policy is None and self._policy_module is None:
             return {}
         root = self.env.fake_tensordict().exclude("next")
         before = set(root.keys(include_nested=True, leaves_only=True))
-        out = self._act(root)
+        out = self._act(root.clone())
         ndim = self.env.batch_dims
         extras = {}
         for key in out.keys(include_nested=True, leaves_only=True):
             value = out.get(key)
-            if key not in before and isinstance(value, torch.Tensor):
+            if not isinstance(value, torch.Tensor):
+                continue
+            if key not in before:
                 extras[key] = (value.shape[ndim:], value.dtype, value.device)
+            elif value.dtype != root.get(key).dtype:
+                extras[key] = (None, value.dtype, value.device)
         return extras
 
     def _make_assembler(self, traj_format: str | None, track_traj_ids: bool) -> TrajectoryAssembler | None:

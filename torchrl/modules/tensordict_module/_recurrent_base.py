@@ -4,7 +4,6 @@ See :mod:`torchrl.modules.tensordict_module.rnn` for the semantics (modes, state
 """
 from __future__ import annotations
 
-import copy
 import importlib.util
 
 import torch
@@ -137,8 +136,8 @@ class RecurrentModuleBase(TensorDictModuleBase):
     @recurrent_mode.setter
     def recurrent_mode(self, value: bool) -> None:
         raise RuntimeError(
-            f"{type(self).__name__}.recurrent_mode cannot be assigned; use `with set_recurrent_mode(True):` "
-            f"or module.set_recurrent_mode(True) (which returns a copy)."
+            f"{type(self).__name__}.recurrent_mode cannot be changed in place; use `with set_recurrent_mode(True):` "
+            f"or build the module with default_recurrent_mode=True."
         )
 
     @property
@@ -147,11 +146,16 @@ class RecurrentModuleBase(TensorDictModuleBase):
         return self.recurrent_mode
 
     def set_recurrent_mode(self, mode: bool = True):
-        """A copy of this module (sharing its parameters) whose default mode is ``mode``."""
-        out = copy.copy(self)
-        out.__dict__ = dict(self.__dict__)
-        out._recurrent_mode = bool(mode)
-        return out
+        """Removed API (TorchRL removed it in v0.8): raises ``RuntimeError``.
+
+        Use the :class:`~torchrl.modules.set_recurrent_mode` context manager, or build the module with
+        ``default_recurrent_mode=True``.
+        """
+        raise RuntimeError(
+            f"{type(self).__name__}.set_recurrent_mode() was removed (as in TorchRL >= 0.8). To set the recurrent "
+            f"mode, use the set_recurrent_mode context manager (`with set_recurrent_mode(True): ...`) or the "
+            f"default_recurrent_mode keyword argument of the constructor (mode requested: {mode!r})."
+        )
 
     # -- keys, primers, layout ----------------------------------------------------------------------------------
     def _state_shapes(self) -> list[tuple[int, int]]:

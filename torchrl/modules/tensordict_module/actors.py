@@ -334,9 +334,18 @@ class ActorCriticOperator(ActorValueOperator):
         """The critic: the whole ``common -> policy -> value`` chain (this module)."""
         return self
 
-    def get_value_operator(self) -> ActorCriticOperator:
-        """Same as :meth:`get_critic_operator`."""
-        return self.get_critic_operator()
+    def get_value_operator(self):
+        """Not available here (as in TorchRL): this operator's value head scores state-action pairs, so it is
+        a critic; use :meth:`get_critic_operator`.
+
+        Raises:
+            RuntimeError: always.
+        """
+        raise RuntimeError(
+            "ActorCriticOperator.get_value_operator(): 'value operator' names a network giving the value of a "
+            "state; this operator computes the value of a state-action pair. Use get_critic_operator() to get "
+            "the network computing it."
+        )
 
     def get_policy_head(self) -> TensorDictModule:
         return self.module[1]

@@ -214,7 +214,8 @@ class AdditiveGaussianModule(_ExplorationBase):
 
     Keyword Args:
         action_key (NestedKey, optional): defaults to ``"action"``.
-        safe (bool, optional): project the noisy action into the spec. Defaults to ``False``.
+        safe (bool, optional): kept for TorchRL compatibility: the noisy action is projected onto the spec
+            either way (as TorchRL does). Defaults to ``False``.
         device (torch.device, optional): where the buffers live.
 
     Examples:
@@ -270,8 +271,8 @@ class AdditiveGaussianModule(_ExplorationBase):
         action = self._action(tensordict)
         noise = torch.randn_like(action) * self.std + self.mean
         action = action + noise * self.sigma.to(action.dtype)
-        if self.safe:
-            action = self.spec.project(action)
+        # the explored action is projected onto the spec (TorchRL does so whatever ``safe``)
+        action = self.spec.project(action)
         fast_set(tensordict, self.action_key, action)
         return tensordict
 
@@ -310,7 +311,7 @@ class OrnsteinUhlenbeckProcessModule(_ExplorationBase):
         >>> from torchrl.modules import OrnsteinUhlenbeckProcessModule
         >>> ou = OrnsteinUhlenbeckProcessModule(Bounded(-1.0, 1.0, (2,)))
         >>> td = ou(TensorDict(action=torch.zeros(3, 2), is_init=torch.ones(3, 1, dtype=torch.bool), batch_size=[3]))
-        >>> td["_ou_steps"].squeeze(-1).tolist()
+        >>> td["_ou_steps"].tolist()
         [1, 1, 1]
     """
 
@@ -341,7 +342,8 @@ class OrnsteinUhlenbeckProcessModule(_ExplorationBase):
         if annealing_num_steps <= 0 or n_steps_annealing <= 0:
             raise ValueError("OrnsteinUhlenbeckProcessModule: annealing_num_steps and n_steps_annealing must be positive.")
         self.is_init_key = unravel_key(is_init_key)
-        self._init_keys(action_key, [self.is_init_key], [self.noise_key, self.steps_key])
+        # TorchRL lists the action only as input (the episode-start flag is read when present)
+        self._init_keys(action_key, [], [self.noise_key, self.steps_key])
         self.__dict__["_device"] = torch.device(device) if device is not None else None
         self.register_buffer("eps_init", torch.tensor(float(eps_init), device=device))
         self.register_buffer("eps_end", torch.tensor(float(eps_end), device=device))
@@ -371,7 +373,7 @@ class OrnsteinUhlenbeckProcessModule(_ExplorationBase):
         x0 = self.x0.to(action) if self.x0 is not None else None
         if noise is None or steps is None:
             noise = torch.zeros_like(action) if x0 is None else x0.expand_as(action).clone()
-            steps = torch.zeros(*parent.batch_size, 1, dtype=torch.long, device=action.device)
+            steps = torch.zeros(parent.batch_size, dtype=torch.long, device=action.device)  # [*B], as TorchRL
             return noise, steps
         is_init = fast_get(tensordict, self.is_init_key)
         if is_init is None:
@@ -394,7 +396,7 @@ class OrnsteinUhlenbeckProcessModule(_ExplorationBase):
             return tensordict
         action = self._action(tensordict)
         prev, steps = self._state(tensordict, action)
-        sigma = _expand_right(self._current_sigma(steps.squeeze(-1)), prev).to(prev.dtype)
+        sigma = _expand_right(self._current_sigma(steps), prev).to(prev.dtype)
         noise = prev + self.theta * (self.mu - prev) * self.dt + sigma * math.sqrt(self.dt) * torch.randn_like(prev)
         new_action = action + self.eps.to(action.dtype) * noise
         if self.safe and self.spec is not None and not isinstance(self.spec, Composite):

@@ -119,7 +119,8 @@ def _greedy(values: torch.Tensor, space: str, var_nums: list[int] | None, dtype:
         idx = chunk.argmax(-1, keepdim=True)
         actions.append(torch.zeros_like(chunk, dtype=dtype or torch.long).scatter_(-1, idx, 1))
         chosen.append(chunk.gather(-1, idx))
-    return torch.cat(actions, -1), torch.cat(chosen, -1)
+    # the chosen value of a multi-one-hot action is the sum over its components (as TorchRL)
+    return torch.cat(actions, -1), torch.cat(chosen, -1).sum(-1, keepdim=True)
 
 
 def _apply_mask(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -151,8 +152,8 @@ class QValueModule(_SpecMixin, TensorDictModuleBase):
         out_keys (list, optional): ``[action, action_value, chosen_action_value]`` keys. Defaults to
             ``["action", action_value_key, "chosen_action_value"]``.
         var_nums (list of int, optional): component sizes for ``"mult_one_hot"`` (read from the spec).
-        spec (TensorSpec, optional): the action spec (its type sets the action space, its dtype the
-            action's dtype).
+        spec (TensorSpec, optional): the action spec (its type sets the action space). The action is
+            ``int64`` whatever the spec's dtype, as in TorchRL.
         safe (bool, optional): project the action into the spec.
         strict_shape (bool, "auto" or None, optional): ``True`` (default) checks on every call that the
             number of action values matches the spec; ``"auto"`` also reshapes the action to the spec's
@@ -167,7 +168,7 @@ class QValueModule(_SpecMixin, TensorDictModuleBase):
         >>> module = QValueModule(spec=OneHot(3))
         >>> td = module(TensorDict(action_value=torch.tensor([1.0, 3.0, 2.0])))
         >>> td["action"], td["chosen_action_value"]
-        (tensor([False,  True, False]), tensor([3.]))
+        (tensor([0, 1, 0]), tensor([3.]))
     """
 
     def __init__(
@@ -198,7 +199,7 @@ class QValueModule(_SpecMixin, TensorDictModuleBase):
         space, leaf = _resolve_space(action_space, spec, self._action_key)
         self.action_space = space
         self.var_nums = _var_nums_of(space, leaf, var_nums)
-        self._dtype = leaf.dtype if leaf is not None else None
+        self._dtype = None  # TorchRL writes int64 actions whatever the spec's dtype
         self._n = None if leaf is None else (sum(self.var_nums) if space == "mult_one_hot" else getattr(leaf, "n", leaf.shape[-1] if leaf.shape else None))
         self._leaf_shape = None if leaf is None else leaf.shape
         self._value_out_key = unravel_key(out_keys[1]) if len(out_keys) > 1 else None
@@ -317,6 +318,12 @@ class DistributionalQValueModule(QValueModule):
         values = fast_get(tensordict, self._action_value_key)
         if values is None:
             raise KeyError(f"{type(self).__name__}: action values {self._action_value_key!r} not found in the input.")
+        if values.max() > 0:
+            raise ValueError(
+                f"{type(self).__name__}: the action values {self._action_value_key!r} must be log-softmax values over "
+                f"the atoms (non-positive numbers); got a maximum value of {values.max().item():.4g}. Apply "
+                "log_softmax over the atom dimension (DistributionalQValueActor(make_log_softmax=True) does)."
+            )
         expected = self._expected(values)
         if self.action_mask_key is not None:
             expected = _apply_mask(expected, fast_get(tensordict, self.action_mask_key))
