@@ -99,6 +99,8 @@ class TestTanhNormal:
     def test_bad_bounds(self, low, high):
         with pytest.raises(ValueError, match="low must be strictly smaller than high"):
             TanhNormal(torch.zeros(2), torch.ones(2), low=low, high=high)
+        with pytest.raises(RuntimeError):  # TorchRL's type for TanhNormal
+            TanhNormal(torch.zeros(2), torch.ones(2), low=low, high=high)
 
     def test_bad_tensor_bounds(self):
         with pytest.raises(ValueError, match="everywhere"):
@@ -435,6 +437,13 @@ class TestMaskedCategorical:
         assert dist.padding_value == -1 and dist.padding_side == "left"
         lp = dist.log_prob(torch.tensor([-1, 2]))
         torch.testing.assert_close(lp, torch.tensor([0.0, -math.log(3)]))
+
+    def test_padding_value_that_is_a_valid_action_is_scored(self):
+        # as TorchRL: padding_value=0 pads the mask; the action 0 keeps its log-probability
+        logits = torch.tensor([[0.1, -1.0, 2.0, 0.5]])
+        dist = MaskedCategorical(logits=logits, mask=torch.tensor([[True, False, True, True]]), padding_value=0)
+        ref = torch.log_softmax(torch.tensor([0.1, 2.0, 0.5]), -1)[0]
+        torch.testing.assert_close(dist.log_prob(torch.tensor([0])), ref.reshape(1))
 
     def test_neg_inf_value(self):
         dist = MaskedCategorical(logits=torch.zeros(3), mask=torch.tensor([True, False, True]), neg_inf=-1e6)

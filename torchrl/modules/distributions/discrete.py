@@ -142,7 +142,8 @@ class MaskedCategorical(D.Categorical):
             ``mask``).
         neg_inf (float, optional): log-probability given to masked actions. Defaults to ``-inf``.
         padding_value (int, optional): a value that marks padding: padding entries of ``indices`` are
-            ignored, and :meth:`log_prob` returns ``0`` where the value equals it.
+            ignored; when it is not a valid action (outside ``[0, n)``, e.g. ``-100``), :meth:`log_prob`
+            returns ``0`` where the value equals it (a valid action keeps its log-probability, as in TorchRL).
         use_cross_entropy (bool, optional): compute :meth:`log_prob` with ``cross_entropy`` (one fused
             kernel) when the value has the batch shape. Defaults to ``True``.
         padding_side (str, optional): ``"left"`` or ``"right"``, the side on which padded sequences of
@@ -234,8 +235,9 @@ class MaskedCategorical(D.Categorical):
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
         padding = None
-        if self._padding_value is not None:
-            padding = value == self._padding_value
+        pad = self._padding_value
+        if pad is not None and not 0 <= pad < self.logits.shape[-1]:  # a valid action is never padding
+            padding = value == pad
             value = value.masked_fill(padding, 0)
         logits = self.logits
         if self.use_cross_entropy and value.shape == self.batch_shape and value.ndim >= 1:
