@@ -77,6 +77,8 @@ class VideoRecorder(ObservationTransform):
         torch.Size([1, 5, 3, 8, 8])
     """
 
+    _out_keys_default_to_in_keys = True  # out_keys default to in_keys (in place)
+
     def __init__(
         self,
         logger: Any,

@@ -28,32 +28,36 @@ class TransformContract:
     def make_env(self, batch_size=()):
         return PendulumEnv(batch_size=batch_size, seed=0)
 
+    def wrap(self, env, transform):
+        """The transformed env the contract checks (an ``AutoResetEnv`` for ``AutoResetTransform``)."""
+        return TransformedEnv(env, transform)
+
     def test_contract_single_env(self):
-        env = TransformedEnv(self.make_env(), self.make_transform())
+        env = self.wrap(self.make_env(), self.make_transform())
         check_env_specs(env, seed=0)
         data = env.rollout(self.steps)
         assert data.batch_size[-1] <= self.steps
 
     def test_contract_batched_env(self):
-        env = TransformedEnv(self.make_env(batch_size=(3,)), self.make_transform())
+        env = self.wrap(self.make_env(batch_size=(3,)), self.make_transform())
         check_env_specs(env, seed=0)
         assert env.rollout(self.steps).batch_size[0] == 3
 
     def test_contract_in_compose(self):
-        env = TransformedEnv(self.make_env(), Compose(StepCounter(), self.make_transform()))
+        env = self.wrap(self.make_env(), Compose(StepCounter(), self.make_transform()))
         check_env_specs(env, seed=0)
 
     def test_contract_clone(self):
         t = self.make_transform()
-        env = TransformedEnv(self.make_env(), t)
+        env = self.wrap(self.make_env(), t)
         copy = t.clone()
         assert copy.container is None and t.container is not None
-        env2 = TransformedEnv(self.make_env(), copy)
+        env2 = self.wrap(self.make_env(), copy)
         assert set(env2.observation_spec.keys(True, True)) == set(env.observation_spec.keys(True, True))
 
     def test_contract_seeded_rollouts_match(self):
         def run():
-            env = TransformedEnv(self.make_env(), self.make_transform())
+            env = self.wrap(self.make_env(), self.make_transform())
             env.set_seed(0)
             torch.manual_seed(0)
             return env.rollout(self.steps, break_when_any_done=False)
@@ -65,7 +69,7 @@ class TransformContract:
                 torch.testing.assert_close(va, vb, equal_nan=True)
 
     def test_contract_serial_env(self):
-        env = TransformedEnv(SerialEnv(2, lambda: self.make_env()), self.make_transform())
+        env = self.wrap(SerialEnv(2, lambda: self.make_env()), self.make_transform())
         try:
             check_env_specs(env, seed=0)
             assert env.rollout(self.steps).batch_size[0] == 2
@@ -81,7 +85,7 @@ class TransformContract:
         with ``full_transitions``, the rollout as is (for transforms that read ``("next", ...)`` entries)."""
         env = self.make_env()
         if self.env_only:  # the data only has to exist; let the transform drive the env that makes it
-            env = TransformedEnv(env, self.make_transform())
+            env = self.wrap(env, self.make_transform())
         data = env.rollout(self.steps, break_when_any_done=False)
         if self.full_transitions:
             return data

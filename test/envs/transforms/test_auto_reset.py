@@ -6,7 +6,7 @@ import torch
 from tensordict import TensorDict
 
 from torchrl.data import Categorical, Composite, Unbounded
-from torchrl.envs import EnvBase, PendulumEnv, StepCounter, check_env_specs
+from torchrl.envs import Compose, EnvBase, PendulumEnv, StepCounter, TransformedEnv, check_env_specs
 from torchrl.envs.transforms import auto_reset
 from torchrl.envs.transforms.auto_reset import AutoResetEnv, AutoResetTransform
 
@@ -74,6 +74,18 @@ class TestAutoResetTransform(TransformContract):
 
     def make_transform(self):
         return AutoResetTransform()
+
+    def wrap(self, env, transform):
+        return AutoResetEnv(env, transform)
+
+    def test_contract_in_compose(self):  # the AutoResetTransform must come first
+        check_env_specs(AutoResetEnv(self.make_env(), Compose(self.make_transform(), StepCounter())), seed=0)
+
+    def test_plain_transformed_env_is_refused(self):
+        # as TorchRL: the transform stores observations for the resets only an AutoResetEnv routes to it
+        env = TransformedEnv(self.make_env(), AutoResetTransform())
+        with pytest.raises(RuntimeError, match="AutoResetTransform must be used inside an AutoResetEnv"):
+            env.rollout(4, break_when_any_done=False)
 
     def test_auto_reset_option_builds_an_auto_reset_env(self):
         env = SelfResettingEnv(auto_reset=True)

@@ -52,18 +52,18 @@ class TestCatTensors(TransformContract):
         assert env.rollout(3)["next", "vec"].shape == (3, 4)
 
     def test_errors(self):
-        with pytest.raises(ValueError, match="negative"):
-            CatTensors(in_keys=["a"], dim=0)
+        with pytest.raises(ValueError, match="dim must be an int"):
+            CatTensors(in_keys=["a"], dim=None)
         with pytest.raises(RuntimeError, match="no in_keys"):
             CatTensors()(TensorDict(a=torch.zeros(1)))
         with pytest.raises(KeyError, match=r"\['b'\] are missing"):
             CatTensors(in_keys=["a", "b"])(TensorDict(a=torch.zeros(1)))
-        with pytest.raises(ValueError, match="unsqueeze_if_oor"):
+        with pytest.raises(RuntimeError, match="unsqueeze_if_oor"):
             CatTensors(in_keys=["a", "b"])(TensorDict(a=torch.zeros(2), b=torch.zeros(2, 1), batch_size=[2]))
         with pytest.raises(RuntimeError, match="cannot concatenate"):
             CatTensors(in_keys=["a", "b"])(TensorDict(a=torch.zeros(2, 2), b=torch.zeros(3, 1)))
         env = TransformedEnv(PosVelEnv(), CatTensors(in_keys=["position", "height"]))
-        with pytest.raises(KeyError, match="height"):
+        with pytest.raises(ValueError, match="height"):  # as TorchRL (also a KeyError)
             env.observation_spec
 
     def test_missing_tolerance(self):
@@ -90,3 +90,12 @@ class TestCatTensorsPendulum(TransformContract):
 def test_doctests():
     result = doctest.testmod(cat_tensors_module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_non_negative_dim_counts_from_the_first_dim():
+    # as TorchRL: dim=0 is accepted (on unbatched data it is the feature dim)
+    t = CatTensors(in_keys=["a", "b"], out_key="ab", dim=0)
+    assert t.dim == 0
+    assert t(TensorDict(a=torch.zeros(2), b=torch.ones(1)))["ab"].tolist() == [0.0, 0.0, 1.0]
+    env = TransformedEnv(PendulumEnv(), CatTensors(in_keys=["observation"], out_key="v", dim=0, del_keys=False))
+    assert env.observation_spec["v"].shape == (3,)

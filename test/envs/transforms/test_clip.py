@@ -60,8 +60,8 @@ class TestClipTransformInverse(TransformContract):
     def test_actions_clipped_before_env(self):
         t = self.make_transform()
         env = TransformedEnv(PendulumEnv(), t)
-        spec = env.full_action_spec["action"]
-        assert spec.low.tolist() == [-1.0] and spec.high.tolist() == [1.5]
+        spec = env.full_action_spec["action"]  # as TorchRL: the env's own action spec, not the clipped range
+        assert spec.low.tolist() == [-2.0] and spec.high.tolist() == [2.0]
         td = TensorDict(action=torch.tensor([3.0]))
         assert t.inv(td)["action"].item() == 1.5 and td["action"].item() == 3.0
 
@@ -83,3 +83,11 @@ class TestClipNested(TransformContract):
 def test_doctests():
     result = doctest.testmod(clip_module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_bounds_are_tensor_buffers_and_neither_bound_is_a_type_error():
+    t = ClipTransform(in_keys=["observation"], low=0.0, high=1.0)
+    assert list(t.state_dict()) == ["low", "high"]  # as TorchRL
+    assert t.low.dtype == torch.float32 and t.high.item() == 1.0
+    with pytest.raises(TypeError, match="got neither"):  # TorchRL's type (also a ValueError)
+        ClipTransform(in_keys=["observation"])

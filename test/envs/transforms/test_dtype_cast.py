@@ -157,3 +157,29 @@ class TestDoubleToFloatOnFloat32Env(TransformContract):
 def test_doctests():
     result = doctest.testmod(dtype_cast_module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_without_in_keys_every_output_is_cast_even_with_in_keys_inv():
+    # as TorchRL: in_keys=None casts every dtype_in output entry; in_keys_inv only names the inputs
+    t = DTypeCastTransform(torch.float32, torch.float64, in_keys_inv=["action"])
+    assert t.in_keys is None and t.in_keys_inv == ["action"]
+    env = TransformedEnv(PendulumEnv(seed=0), t)
+    assert env.observation_spec["observation"].dtype == torch.float64
+    assert env.full_reward_spec["reward"].dtype == torch.float64
+    assert env.full_action_spec["action"].dtype == torch.float64
+    data = env.rollout(2, lambda td: td.set("action", torch.zeros(1, dtype=torch.float64)))
+    assert data["next", "observation"].dtype == torch.float64
+
+
+def test_keys_are_none_until_resolved_and_bounds_are_cast():
+    t = DoubleToFloat()
+    assert t.in_keys is None and t.out_keys is None and t.in_keys_inv is None and t.out_keys_inv is None
+    env = TransformedEnv(PendulumEnv(), DTypeCastTransform(torch.float32, torch.float64, in_keys=["th"]))
+    low = env.observation_spec["th"].space.low
+    assert low.dtype == torch.float64 and low.item() == torch.finfo(torch.float32).min  # cast, not re-made
+
+
+def test_named_entries_must_have_dtype_in():
+    env = TransformedEnv(PendulumEnv(), DoubleToFloat(in_keys=["observation"]))  # float32
+    with pytest.raises(TypeError, match="casts from dtype_in=torch.float64"):
+        env.observation_spec

@@ -131,3 +131,13 @@ class TestNoopResetEnv(TransformContract):
 def test_doctests():
     result = doctest.testmod(noop_reset_env, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted and not result.failed
+
+
+def test_random_count_is_below_noops():
+    # as TorchRL: uniform over 0 .. noops - 1 (noops=1 never steps)
+    env = TransformedEnv(PendulumEnv(seed=0), Compose(NoopResetEnv(noops=3, random=True), StepCounter()))
+    inner = env.transform[0]
+    seen = {inner._count() for _ in range(200)}
+    assert seen == {0, 1, 2}
+    assert {NoopResetEnv(noops=1)._count() for _ in range(20)} == {0}
+    assert NoopResetEnv(noops=3, random=False)._count() == 3

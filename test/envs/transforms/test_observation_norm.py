@@ -49,16 +49,17 @@ class TestObservationNorm(TransformContract):
         spec = env.observation_spec["observation"]
         assert spec.low.tolist() == [-1.0, -1.0, -15.0] and spec.high.tolist() == [3.0, 3.0, 17.0]
 
-    def test_default_keys_skip_absent_pixels(self):
-        t = ObservationNorm(loc=1.0, scale=2.0)
-        env = TransformedEnv(PendulumEnv(seed=0), t)
-        check_env_specs(env, seed=0)
-        assert t.in_keys == ["observation", "pixels"]
+    def test_in_keys_are_required(self):
+        # as TorchRL: leaving in_keys out raises RuntimeError
+        with pytest.raises(RuntimeError, match="in_keys must be given"):
+            ObservationNorm(loc=1.0, scale=2.0)
+        with pytest.raises(RuntimeError, match="in_keys must be given"):
+            ObservationNorm(loc=1.0, scale=2.0, in_keys_inv=["action"])
 
-    def test_explicit_missing_key_raises(self):
+    def test_missing_key_raises_on_data(self):
+        # as TorchRL: the specs leave an absent in_key alone; the data path raises KeyError on it
         env = TransformedEnv(PendulumEnv(), ObservationNorm(loc=1.0, scale=2.0, in_keys=["pixels"]))
-        with pytest.raises(KeyError, match=r"in_key .*pixels.* is not in the observation spec"):
-            env.observation_spec
+        assert "pixels" not in env.observation_spec.keys()
         with pytest.raises(KeyError, match=r"pixels.* not found"):
             ObservationNorm(loc=1.0, scale=2.0, in_keys=["pixels"])(TensorDict(observation=torch.zeros(3)))
 
@@ -103,7 +104,8 @@ class TestObservationNormLazy:
         t = ObservationNorm(in_keys=["observation"], standard_normal=True)
         base, env = self._env(t)
         assert not t.initialized
-        assert isinstance(env.observation_spec["observation"], Unbounded)
+        with pytest.raises(RuntimeError, match="loc/scale have not been initialized"):  # as TorchRL
+            env.observation_spec
         torch.manual_seed(0)
         base.set_seed(0)
         t.init_stats(num_iter=12)
@@ -167,3 +169,13 @@ class TestObservationNormLazy:
 def test_doctests():
     result = doctest.testmod(observation_norm_module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_unbounded_spec_bounds_follow_the_affine_map():
+    # as TorchRL: an Unbounded spec's nominal bounds (float32 extremes) go through the map, overflowing to inf
+    env = TransformedEnv(PendulumEnv(), ObservationNorm(loc=1.0, scale=2.0, in_keys=["th"]))
+    spec = env.observation_spec["th"]
+    assert isinstance(spec, Unbounded) and spec.space.low.item() == float("-inf") and spec.space.high.item() == float("inf")
+    env = TransformedEnv(PendulumEnv(), ObservationNorm(loc=1.0, scale=2.0, in_keys=["th"], standard_normal=True))
+    high = env.observation_spec["th"].space.high.item()
+    assert high == pytest.approx(torch.finfo(torch.float32).max / 2, rel=1e-6)

@@ -48,7 +48,8 @@ class TestRewardScaling(TransformContract):
     def test_tensor_loc_scale_in_state_dict(self):
         t = RewardScaling(loc=torch.tensor([0.0, 1.0]), scale=torch.tensor([1.0, 10.0]), in_keys=["r"])
         assert t(TensorDict(r=torch.ones(2)))["r"].tolist() == [1.0, 11.0]
-        assert set(t.state_dict()) == {"loc", "scale"}
+        assert list(t.state_dict()) == ["standard_normal", "loc", "scale"]  # as TorchRL
+        assert t.standard_normal.dtype == torch.bool and not t.standard_normal
 
     def test_errors(self):
         with pytest.raises(ValueError, match="non-zero"):

@@ -104,7 +104,9 @@ class TestSelectTransform(TransformContract):
 
     def test_rejects_bad_keys(self):
         with pytest.raises(TypeError, match="SelectTransform: keys must be strings"):
-            SelectTransform(["a", 1])
+            SelectTransform("a", 1)
+        with pytest.raises(RuntimeError, match=r"SelectTransform: got the list \['a', 'b'\] as a key"):
+            SelectTransform(["a", "b"])  # as TorchRL: a list is not a key
 
 
 def test_doctests():

@@ -141,3 +141,8 @@ class TestUnsqueezeNested(TransformContract):
 def test_doctests():
     result = doctest.testmod(squeeze_module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_missing_dim_is_a_type_error():
+    with pytest.raises(TypeError, match="dim must be an int, got None"):  # TorchRL's type (also a ValueError)
+        UnsqueezeTransform(in_keys=["a"])

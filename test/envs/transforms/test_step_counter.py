@@ -1,5 +1,6 @@
 import pytest
 import torch
+from tensordict import TensorDict
 
 from torchrl.envs import Compose, InitTracker, PendulumEnv, RewardSum, StepCounter, TransformedEnv
 
@@ -103,8 +104,9 @@ class TestRewardSum(TransformContract):
 
     def test_in_specs(self):
         env = TransformedEnv(PendulumEnv(), RewardSum(reward_spec=True))
-        assert "episode_reward" in env.full_observation_spec.keys()
-        assert "episode_reward" in env.full_reward_spec.keys()
+        # as TorchRL: a reward entry instead of an observation (and a state entry, read back at the next step)
+        assert "episode_reward" not in env.full_observation_spec.keys()
+        assert "episode_reward" in env.full_reward_spec.keys() and "episode_reward" in env.state_spec.keys()
 
 
 class TestInitTracker(TransformContract):
@@ -219,3 +221,27 @@ class TestFastStep:
         assert twin.transform[0].__dict__.get("_fast_step") is not None
         # the copy's steps never touched the original's counter state
         assert group.last is last and group.top == top == 5
+
+
+def test_step_count_spec_spans_int64_whatever_max_steps():
+    # as TorchRL: the counter's spec is Bounded(0, int64 max), not Bounded(0, max_steps)
+    env = TransformedEnv(PendulumEnv(), StepCounter(3))
+    for spec in (env.observation_spec["step_count"], env.state_spec["step_count"]):
+        assert spec.space.low.tolist() == [0] and spec.space.high.tolist() == [torch.iinfo(torch.int64).max]
+
+
+def test_truncated_restarts_false_after_an_automatic_reset():
+    env = TransformedEnv(PendulumEnv(seed=0), StepCounter(3))
+    data = env.rollout(7, break_when_any_done=False)
+    assert data["next", "truncated"].squeeze(-1).tolist() == [False, False, True, False, False, True, False]
+    assert not data["truncated"].any()  # the roots after each reset
+    assert data["step_count"].squeeze(-1).tolist() == [0, 1, 2, 0, 1, 2, 0]
+
+
+def test_keys_must_be_strings_and_no_offline_use():
+    with pytest.raises(ValueError, match="truncated_key must be a string"):
+        StepCounter(2, truncated_key=None)
+    with pytest.raises(ValueError, match="step_count_key must be a string"):
+        StepCounter(2, step_count_key=("a", "b"))
+    with pytest.raises(NotImplementedError, match="cannot be applied to stored data"):
+        StepCounter(3)(TensorDict(done=torch.zeros(1, dtype=torch.bool)))

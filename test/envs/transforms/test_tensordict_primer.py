@@ -215,3 +215,11 @@ class TestTensorDictPrimer(TransformContract):
 def test_doctests():
     result = doctest.testmod(tensordict_primer, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted and not result.failed
+
+
+def test_attributes_as_torchrl():
+    t = TensorDictPrimer(mem=Unbounded((3,)))
+    assert t.in_keys == [] and t.out_keys == []  # the primed keys are not out_keys
+    assert t.random is None and t.default_value == {"mem": 0.0}
+    assert TensorDictPrimer(mem=Unbounded((3,)), default_value=2.0).default_value == {"mem": 2.0}
+    assert TensorDictPrimer(mem=Unbounded((3,)), random=True).random is True

@@ -135,3 +135,11 @@ class TestTrajCounter(TransformContract):
 def test_doctests():
     result = doctest.testmod(traj_counter, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted and not result.failed
+
+
+def test_spec_and_repeats_as_torchrl():
+    t = TrajCounter()
+    assert t.repeats == 0 and TrajCounter(repeats=2).repeats == 2
+    env = TransformedEnv(PendulumEnv(), t)
+    spec = env.observation_spec["traj_count"]
+    assert spec.space.low.tolist() == [0] and spec.space.high.tolist() == [torch.iinfo(torch.int64).max]

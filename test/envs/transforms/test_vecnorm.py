@@ -183,3 +183,17 @@ class TestSharedVecNorm:
 def test_doctests():
     result = doctest.testmod(vecnorm_module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_state_dict_layout_as_torchrl():
+    env = TransformedEnv(PendulumEnv(seed=0), VecNorm(in_keys=["observation", "reward"]))
+    env.rollout(3)
+    state = env.transform.state_dict()["_extra_state"]
+    assert set(state) == {f"{k}_{s}" for k in ("observation", "reward") for s in ("sum", "ssq", "count")}
+    assert state["observation_sum"].shape == (3,) and state["observation_count"].shape == (1,)
+    fresh = VecNorm(in_keys=["observation", "reward"])
+    fresh.load_state_dict(env.transform.state_dict())
+    td = TensorDict(observation=torch.ones(3), reward=torch.ones(1))
+    fresh.freeze()
+    env.transform.freeze()
+    torch.testing.assert_close(fresh(td.clone())["observation"], env.transform(td.clone())["observation"])

@@ -22,6 +22,7 @@ __all__ = [
     "INPUT_PARTS",
     "OUTPUT_PARTS",
     "affine_spec",
+    "cast_spec",
     "clip_spec",
     "edit_leaves",
     "find_part",
@@ -161,13 +162,38 @@ def map_keys(
     return tensordict
 
 
-def affine_spec(spec: TensorSpec, fn: Callable[[torch.Tensor], torch.Tensor], dtype: torch.dtype | None = None) -> TensorSpec:
+def cast_spec(spec: TensorSpec, dtype: torch.dtype) -> TensorSpec:
+    """``spec`` with ``dtype``, as TorchRL's dtype-cast transforms make it: box specs keep their class and
+    their bounds cast to ``dtype`` (a float64 bound beyond float32's range becomes +-inf)."""
+    out = spec.to(dtype) if spec.dtype != dtype else spec.clone()
+    if isinstance(spec, (Bounded, Unbounded)) and isinstance(out, (Bounded, Unbounded)):
+        out.space.low = spec.space.low.to(dtype)
+        out.space.high = spec.space.high.to(dtype)
+    return out
+
+
+def affine_spec(
+    spec: TensorSpec,
+    fn: Callable[[torch.Tensor], torch.Tensor],
+    dtype: torch.dtype | None = None,
+    *,
+    map_unbounded: bool = False,
+) -> TensorSpec:
     """The spec of ``fn(x)`` for ``x`` in ``spec``, ``fn`` being an elementwise affine (monotonic) map.
 
     Bounded specs keep finite bounds (``fn`` applied to both ends, reordered when ``fn`` decreases);
-    anything else becomes ``Unbounded`` of the same shape.
+    anything else becomes ``Unbounded`` of the same shape. With ``map_unbounded`` (ObservationNorm, as
+    TorchRL), an ``Unbounded`` spec's nominal bounds (the dtype's extremes) are mapped too, overflowing
+    to +-inf when the map enlarges them.
     """
     dtype = dtype or (spec.dtype if spec.dtype.is_floating_point else torch.get_default_dtype())
+    if map_unbounded and isinstance(spec, Unbounded) and spec.dtype.is_floating_point:
+        a, b = fn(spec.space.low.to(dtype)), fn(spec.space.high.to(dtype))
+        a, b = torch.broadcast_tensors(a, b)
+        if a.shape == spec.shape:
+            out = cast_spec(spec, dtype)
+            out.space.low, out.space.high = torch.minimum(a, b), torch.maximum(a, b)
+            return out
     if isinstance(spec, Bounded):
         a = fn(spec.low.to(dtype))
         b = fn(spec.high.to(dtype))

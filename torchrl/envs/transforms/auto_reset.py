@@ -115,9 +115,13 @@ class AutoResetTransform(Transform):
         """``([(obs key, fill value or None)], done keys)``, computed once from the parent env."""
         plan = self._plan
         if plan is None:
-            parent = self.parent
-            if parent is None:
-                raise RuntimeError("AutoResetTransform must be used inside an AutoResetEnv.")
+            root, parent = self._chain()[0], self.parent
+            if parent is None or not isinstance(root, AutoResetEnv):
+                raise RuntimeError(
+                    f"AutoResetTransform must be used inside an AutoResetEnv (its env is "
+                    f"{type(root).__name__ if root is not None else None}): build it with SomeEnv(auto_reset=True) or "
+                    f"AutoResetEnv(env, AutoResetTransform())."
+                )
             # The base env's observations: entries added by transforms placed (wrongly) before this one are
             # not the env's and are left alone.
             base_obs = parent.base_env.full_observation_spec

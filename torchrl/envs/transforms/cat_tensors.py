@@ -14,6 +14,16 @@ from torchrl.envs.transforms.transform import Transform, _key_list
 __all__ = ["CatTensors"]
 
 
+class _MissingInKeysError(KeyError, ValueError):
+    """``in_keys`` that are not observations of the env (TorchRL raises ValueError)."""
+
+
+def _out_of_range(ndim: int, batch_dims: int, dim: int) -> bool:
+    """Whether an entry with ``ndim`` dims (``batch_dims`` of them batch dims) has no dim ``dim`` to concatenate
+    along: a negative dim must be a feature dim (so that the answer does not depend on the batch size)."""
+    return ndim - batch_dims < -dim if dim < 0 else ndim <= dim
+
+
 def _sorted(keys: list[NestedKey]) -> list[NestedKey]:
     return sorted(keys, key=lambda k: (k,) if isinstance(k, str) else tuple(k))
 
@@ -25,17 +35,19 @@ class CatTensors(Transform):
         in_keys: entries to concatenate. ``None``: every observation of the parent env, read from its
             specs the first time they are needed (the transform must then be inside an env).
         out_key: the entry receiving the concatenation.
-        dim: the (negative) dim to concatenate along, counted from the end so that any batch size works.
+        dim: the dim to concatenate along. Prefer a negative one (counted from the end, so that any batch size
+            works); a non-negative one counts from the first dim of the data, batch dims included.
 
     Keyword Args:
         del_keys: delete the input entries (from the data and from the observation spec). Keep them
             (``del_keys=False``) when the env reads them back as state, as ``PendulumEnv`` does ``th``.
-        unsqueeze_if_oor: give entries with too few feature dims (e.g. scalars for ``dim=-1``) a
-            singleton dim at ``dim`` instead of failing.
+        unsqueeze_if_oor: give entries that have no dim ``dim`` a singleton dim there instead of failing. For
+            a negative ``dim`` only feature dims count (e.g. a per-env scalar of a batched env has no dim -1;
+            TorchRL counts batch dims too, so its answer changes with the batch size).
         sort: concatenate in sorted key order (otherwise in the order given).
 
     Raises:
-        ValueError: ``dim`` is not negative.
+        ValueError: ``dim`` is not an int.
 
     Examples:
         >>> import torch
@@ -57,11 +69,8 @@ class CatTensors(Transform):
         unsqueeze_if_oor: bool = False,
         sort: bool = True,
     ) -> None:
-        if not isinstance(dim, int) or dim >= 0:
-            raise ValueError(
-                f"CatTensors: dim must be a negative int (counted from the end, so that data of any batch size "
-                f"works), got {dim!r}."
-            )
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise ValueError(f"CatTensors: dim must be an int, got {dim!r}.")
         self.__dict__["_lazy"] = in_keys is None
         self.__dict__["_sort"] = bool(sort)
         keys = _key_list(in_keys)
@@ -120,12 +129,11 @@ class CatTensors(Transform):
             if value is None:
                 missing.append(key)
                 continue
-            if value.ndim - batch_dims < -dim:
+            if _out_of_range(value.ndim, batch_dims, dim):
                 if not unsqueeze:
-                    raise ValueError(
-                        f"CatTensors: entry {key!r} has shape {tuple(value.shape)} ({value.ndim - batch_dims} feature "
-                        f"dim(s) after the batch dims), too few to concatenate along dim {dim}. Pass "
-                        f"unsqueeze_if_oor=True to add the missing dim."
+                    raise RuntimeError(
+                        f"CatTensors: entry {key!r} has shape {tuple(value.shape)}, which has no dim {dim} to "
+                        f"concatenate along. Pass unsqueeze_if_oor=True to add it."
                     )
                 value = value.unsqueeze(dim)
             values.append(value)
@@ -157,7 +165,7 @@ class CatTensors(Transform):
         keys = self.in_keys
         missing = [k for k in keys if k not in observation_spec]
         if missing:
-            raise KeyError(
+            raise _MissingInKeysError(
                 f"CatTensors: in_keys {missing} are not observations of the env; observations: "
                 f"{sorted(map(str, observation_spec.keys(include_nested=True, leaves_only=True)))}."
             )
@@ -166,18 +174,18 @@ class CatTensors(Transform):
         for key in keys:
             leaf = observation_spec[key]
             shape = leaf.shape
-            if len(shape) - n < -self.dim:
+            if _out_of_range(len(shape), n, self.dim):
                 if not self.unsqueeze_if_oor:
                     raise ValueError(
-                        f"CatTensors: observation {key!r} has shape {tuple(shape)}, with too few feature dims to "
-                        f"concatenate along dim {self.dim}; pass unsqueeze_if_oor=True."
+                        f"CatTensors: observation {key!r} has shape {tuple(shape)}, which has no dim {self.dim} to "
+                        f"concatenate along; pass unsqueeze_if_oor=True."
                     )
-                d = self.dim + len(shape) + 1
+                d = self.dim + len(shape) + 1 if self.dim < 0 else self.dim
                 shape = torch.Size((*shape[:d], 1, *shape[d:]))
             shapes.append(shape)
             dtype = leaf.dtype if dtype is None else torch.promote_types(dtype, leaf.dtype)
             device = leaf.device if device is None else device
-        d = self.dim + len(shapes[0])
+        d = self.dim + len(shapes[0]) if self.dim < 0 else self.dim
         rest = [s[:d] + s[d + 1 :] for s in shapes]
         if any(r != rest[0] or len(s) != len(shapes[0]) for r, s in zip(rest, shapes)):
             raise ValueError(

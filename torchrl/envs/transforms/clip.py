@@ -16,8 +16,9 @@ class ClipTransform(Transform):
     """Clips entries into ``[low, high]``: outputs at ``in_keys`` and inputs at ``in_keys_inv``.
 
     One range per transform (chain several for several ranges). Either bound may be omitted, not both.
-    Specs of clipped entries become ``Bounded`` (intersected with their previous bounds); for inputs,
-    the outside sees the clipped range.
+    Specs of clipped outputs become ``Bounded`` (intersected with their previous bounds); the specs of
+    clipped inputs are left as the env declares them (as TorchRL: the outside may write anything in them,
+    the env receives the clipped values).
 
     Args:
         in_keys: output entries to clip (observations, rewards).
@@ -30,7 +31,8 @@ class ClipTransform(Transform):
         high: upper bound (scalar or tensor).
 
     Raises:
-        ValueError: neither bound is given, or ``low >= high``.
+        ValueError: ``low >= high``, or neither bound is given (that error is also a TypeError, TorchRL's
+            type).
 
     Examples:
         >>> from torchrl.envs import PendulumEnv, TransformedEnv
@@ -42,6 +44,8 @@ class ClipTransform(Transform):
 
     invertible = True
 
+    _out_keys_default_to_in_keys = True  # out_keys default to in_keys (in place)
+
     def __init__(self, in_keys=None, out_keys=None, in_keys_inv=None, out_keys_inv=None, *, low=None, high=None) -> None:
         super().__init__(in_keys=in_keys, out_keys=out_keys, in_keys_inv=in_keys_inv, out_keys_inv=out_keys_inv)
         self._check_keys()
@@ -49,7 +53,9 @@ class ClipTransform(Transform):
             raise ValueError(
                 f"ClipTransform: in_keys_inv {self.in_keys_inv} and out_keys_inv {self.out_keys_inv} differ in length."
             )
-        self.low, self.high = _bounds(low, high, "ClipTransform")
+        low, high = _bounds(low, high, "ClipTransform")
+        self.register_buffer("low", low)
+        self.register_buffer("high", high)
 
     def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
         return obs.clamp(self.low, self.high)
@@ -94,7 +100,7 @@ class ClipTransform(Transform):
         return output_spec
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
-        missing = edit_leaves(input_spec, INPUT_PARTS, key_pairs(self, inverse=True), self._clip_leaf, move=True)
+        missing = edit_leaves(input_spec, INPUT_PARTS, key_pairs(self, inverse=True), TensorSpec.clone, move=True)
         if missing:
             raise KeyError(f"ClipTransform: in_keys_inv {missing} are not in the env's action or state specs.")
         return input_spec

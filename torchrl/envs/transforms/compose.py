@@ -28,12 +28,12 @@ class _CallableTransform(Transform):
         return f"{type(self).__name__}({self.fn!r})"
 
 
-def _as_transform(t) -> Transform:
+def _as_transform(t, where: str = "Compose") -> Transform:
     if isinstance(t, Transform):
         return t
     if callable(t):
         return _CallableTransform(t)
-    raise TypeError(f"Compose: expected a Transform or a callable, got {type(t).__name__}.")
+    raise ValueError(f"{where}: expected a Transform or a callable (TensorDict -> TensorDict), got {type(t).__name__}.")
 
 
 class Compose(Transform):
@@ -89,37 +89,34 @@ class Compose(Transform):
     def __iter__(self) -> Iterator[Transform]:
         return iter(self.transforms)
 
-    def __getitem__(self, item: int | slice | list):
-        if isinstance(item, int):
-            return self.transforms[item]
+    def __getitem__(self, item: int | slice):
         if isinstance(item, slice):
-            selected = list(self.transforms)[item]
-        else:
-            selected = [self.transforms[i] for i in item]
-        return Compose(*[t.clone() for t in selected])
+            return Compose(*[t.clone() for t in list(self.transforms)[item]])
+        if not isinstance(item, int):
+            raise TypeError(f"Compose indices must be integers or slices, got {type(item).__name__}.")
+        return self.transforms[item]
 
     def __setitem__(self, index: int | slice | list, value) -> None:
         if not isinstance(index, int):
             raise TypeError("Compose.__setitem__: only integer indices are supported.")
         old = self.transforms[index]
         old._detach_container()
-        t = _as_transform(value)
+        t = _as_transform(value, "Compose.__setitem__")
         t.set_container(self)
         self.transforms[index] = t
         self._changed()
 
     def append(self, transform) -> None:
         """Adds ``transform`` at the end."""
-        self._attach(_as_transform(transform))
+        self._attach(_as_transform(transform, "Compose.append"))
 
     def insert(self, index: int, transform) -> None:
         """Inserts ``transform`` before position ``index`` (negative indices count from the end)."""
         n = len(self.transforms)
-        if index < 0:
-            index += n
-        if not 0 <= index <= n:
-            raise IndexError(f"Compose.insert: index {index} out of range for {n} transforms.")
-        self._attach(_as_transform(transform), index)
+        if not -n <= index <= n:
+            raise ValueError(f"Compose.insert: index {index} out of range: expected one in [{-n}, {n}] for {n} transforms.")
+        transform = _as_transform(transform, "Compose.insert")
+        self._attach(transform, index + n if index < 0 else index)
 
     def pop(self, index: int | None = None) -> Transform:
         """Removes and returns the transform at ``index`` (the last one by default)."""

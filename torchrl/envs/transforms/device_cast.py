@@ -47,6 +47,8 @@ class DeviceCastTransform(Transform):
 
     invertible = True
 
+    _out_keys_default_to_in_keys = True  # out_keys default to in_keys (in place)
+
     def __init__(self, device, orig_device=None, *, in_keys=None, out_keys=None, in_keys_inv=None, out_keys_inv=None) -> None:
         self.__dict__["_whole"] = in_keys is None and in_keys_inv is None
         super().__init__(in_keys=in_keys, out_keys=out_keys, in_keys_inv=in_keys_inv, out_keys_inv=out_keys_inv)

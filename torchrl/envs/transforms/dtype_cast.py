@@ -9,7 +9,7 @@ from tensordict.utils import NestedKey
 
 from torchrl._td import fast_get, fast_set
 from torchrl.data.tensor_specs import Composite, TensorSpec
-from torchrl.envs.transforms._spec_edit import INPUT_PARTS, OUTPUT_PARTS, edit_leaves, key_pairs, map_keys
+from torchrl.envs.transforms._spec_edit import INPUT_PARTS, OUTPUT_PARTS, cast_spec, edit_leaves, key_pairs, map_keys
 from torchrl.envs.transforms.transform import Transform, _key_list
 
 __all__ = ["DTypeCastTransform", "DoubleToFloat"]
@@ -21,6 +21,11 @@ def _scan(tensordict: TensorDictBase, src: torch.dtype, dst: torch.dtype) -> Ten
         if isinstance(value, torch.Tensor) and value.dtype == src:
             tensordict.set(key, value.to(dst))
     return tensordict
+
+
+class _DTypeMismatchError(TypeError, AttributeError):
+    """A cast entry whose spec does not have ``dtype_in`` (TorchRL: TypeError on outputs; on inputs the spec
+    property re-raises it as AttributeError)."""
 
 
 class DTypeCastTransform(Transform):
@@ -54,6 +59,8 @@ class DTypeCastTransform(Transform):
 
     invertible = True
 
+    _out_keys_default_to_in_keys = True  # out_keys default to in_keys (in place)
+
     def __init__(
         self,
         dtype_in: torch.dtype,
@@ -70,7 +77,10 @@ class DTypeCastTransform(Transform):
             raise ValueError(f"{name}: out_keys={out_keys!r} given without in_keys; pass in_keys too.")
         if in_keys_inv is None and out_keys_inv is not None:
             raise ValueError(f"{name}: out_keys_inv={out_keys_inv!r} given without in_keys_inv; pass in_keys_inv too.")
-        self.__dict__["_auto"] = in_keys is None and in_keys_inv is None
+        # as TorchRL: without in_keys every dtype_in output entry is cast; without either key list, every
+        # dtype_in input entry is cast back too
+        self.__dict__["_auto"] = in_keys is None
+        self.__dict__["_auto_inv_mode"] = in_keys is None and in_keys_inv is None
         super().__init__(in_keys=in_keys, out_keys=out_keys, in_keys_inv=in_keys_inv, out_keys_inv=out_keys_inv)
         for given_in, given_out, label in ((in_keys, out_keys, ""), (in_keys_inv, out_keys_inv, "_inv")):
             if given_out is not None and len(_key_list(given_in)) != len(_key_list(given_out)):
@@ -127,42 +137,49 @@ class DTypeCastTransform(Transform):
             d["_auto_out"] = list(d["_auto_out"] or ()) + extra
 
     @property
-    def in_keys(self) -> list[NestedKey]:
-        if self.__dict__.get("_auto") and self._resolve():
-            return [k for k, _ in self.__dict__["_auto_out"]]
+    def in_keys(self) -> list[NestedKey] | None:
+        """The cast entries; ``None`` in automatic mode until the transform is in an env (as TorchRL)."""
+        if self.__dict__.get("_auto"):
+            return [k for k, _ in self.__dict__["_auto_out"]] if self._resolve() else None
         return self.__dict__["_in_keys"]
 
     @in_keys.setter
     def in_keys(self, value) -> None:
         self.__dict__["_in_keys"] = _key_list(value)
         if value is not None and "_auto" in self.__dict__:
-            self.__dict__["_auto"] = False
+            self.__dict__["_auto"] = self.__dict__["_auto_inv_mode"] = False
 
     @property
-    def out_keys(self) -> list[NestedKey]:
+    def out_keys(self) -> list[NestedKey] | None:
         out = self.__dict__["_out_keys"]
-        return out if out is not None else list(self.in_keys)
+        if out is not None:
+            return out
+        keys = self.in_keys
+        return None if keys is None else list(keys)
 
     @out_keys.setter
     def out_keys(self, value) -> None:
         self.__dict__["_out_keys"] = None if value is None else _key_list(value)
 
     @property
-    def in_keys_inv(self) -> list[NestedKey]:
-        if self.__dict__.get("_auto") and self._resolve():
-            return list(self.__dict__["_auto_inv"])
+    def in_keys_inv(self) -> list[NestedKey] | None:
+        if self.__dict__.get("_auto_inv_mode"):
+            return list(self.__dict__["_auto_inv"]) if self._resolve() else None
         return self.__dict__["_in_keys_inv"]
 
     @in_keys_inv.setter
     def in_keys_inv(self, value) -> None:
         self.__dict__["_in_keys_inv"] = _key_list(value)
-        if value is not None and "_auto" in self.__dict__:
-            self.__dict__["_auto"] = False
+        if value is not None and "_auto_inv_mode" in self.__dict__:
+            self.__dict__["_auto_inv_mode"] = False
 
     @property
-    def out_keys_inv(self) -> list[NestedKey]:
+    def out_keys_inv(self) -> list[NestedKey] | None:
         out = self.__dict__["_out_keys_inv"]
-        return out if out is not None else list(self.in_keys_inv)
+        if out is not None:
+            return out
+        keys = self.in_keys_inv
+        return None if keys is None else list(keys)
 
     @out_keys_inv.setter
     def out_keys_inv(self, value) -> None:
@@ -209,12 +226,12 @@ class DTypeCastTransform(Transform):
         return self._call(tensordict_reset, tolerant=True)
 
     def _inv_pairs(self):
-        if self.__dict__["_auto"]:
+        if self.__dict__["_auto_inv_mode"]:
             return [(k, k) for k in self.__dict__["_auto_inv"]]
         return key_pairs(self, inverse=True)
 
     def _inv_call(self, tensordict: TensorDictBase, tolerant: bool = False) -> TensorDictBase:
-        if self.__dict__["_auto"]:
+        if self.__dict__["_auto_inv_mode"]:
             if not self._resolve():
                 return _scan(tensordict, self.dtype_out, self.dtype_in)
             tolerant = True  # state entries may legitimately be absent from a step's input
@@ -239,7 +256,7 @@ class DTypeCastTransform(Transform):
 
     @property
     def _has_inverse(self) -> bool:
-        if self.__dict__["_auto"]:
+        if self.__dict__["_auto_inv_mode"]:
             return not self._resolve() or bool(self.__dict__["_auto_inv"])
         return bool(self.__dict__["_in_keys_inv"])
 
@@ -251,24 +268,33 @@ class DTypeCastTransform(Transform):
 
     # -- specs ---------------------------------------------------------------------------------------------
     def _cast_out(self, leaf: TensorSpec) -> TensorSpec:
-        return leaf.to(self.dtype_out)
+        return cast_spec(leaf, self.dtype_out)
+
+    def _cast_checked(self, leaf: TensorSpec) -> TensorSpec:
+        """``_cast_out`` for an explicitly named entry, which must have ``dtype_in``."""
+        if leaf.dtype != self.dtype_in:
+            raise _DTypeMismatchError(
+                f"{type(self).__name__}: a named entry has dtype {leaf.dtype} in the env's specs, but the transform "
+                f"casts from dtype_in={self.dtype_in} (spec {type(leaf).__name__} of shape {tuple(leaf.shape)})."
+            )
+        return cast_spec(leaf, self.dtype_out)
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         if self.__dict__["_auto"]:
             self._set_auto(output_spec, None)
             pairs = [(k, k) for k, _ in self.__dict__["_auto_out"]]
+            edit_leaves(output_spec, OUTPUT_PARTS, pairs, self._cast_out)
         else:
-            pairs = key_pairs(self)
-        edit_leaves(output_spec, OUTPUT_PARTS, pairs, self._cast_out)
+            edit_leaves(output_spec, OUTPUT_PARTS, key_pairs(self), self._cast_checked)
         return output_spec
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
-        if self.__dict__["_auto"]:
+        if self.__dict__["_auto_inv_mode"]:
             self._set_auto(None, input_spec)
-            pairs = [(k, k) for k in self.__dict__["_auto_inv"]]
+            pairs, fn = [(k, k) for k in self.__dict__["_auto_inv"]], self._cast_out
         else:
-            pairs = key_pairs(self, inverse=True)
-        missing = edit_leaves(input_spec, INPUT_PARTS, pairs, self._cast_out, move=True)
+            pairs, fn = key_pairs(self, inverse=True), self._cast_checked
+        missing = edit_leaves(input_spec, INPUT_PARTS, pairs, fn, move=True)
         if missing:
             raise KeyError(
                 f"{type(self).__name__}: in_keys_inv {missing} are not in the env's action or state specs; "
@@ -289,6 +315,8 @@ class DTypeCastTransform(Transform):
     def __repr__(self) -> str:
         if self.__dict__["_auto"] and self.__dict__["_auto_out"] is None:
             keys = "keys=<all " + str(self.dtype_in).replace("torch.", "") + " entries>"
+        elif self.__dict__["_auto"] and not self.__dict__["_auto_inv_mode"]:
+            keys = f"in_keys=<all {str(self.dtype_in).replace('torch.', '')} entries>, in_keys_inv={self.in_keys_inv}"
         else:
             keys = f"in_keys={self.in_keys}, out_keys={self.out_keys}, in_keys_inv={self.in_keys_inv}"
         return f"{type(self).__name__}({keys}, dtype_in={self.dtype_in}, dtype_out={self.dtype_out})"

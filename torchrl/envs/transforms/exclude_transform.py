@@ -12,24 +12,32 @@ __all__ = ["ExcludeTransform"]
 _OUTPUT_PARTS = ("full_observation_spec", "full_reward_spec", "full_done_spec")
 
 
+class _KeyArgumentError(TypeError, RuntimeError):
+    """A key argument that is not a key (TorchRL raises RuntimeError for a list passed as one key)."""
+
+
 def _unpack_keys(owner: str, keys: tuple) -> list[NestedKey]:
-    """``("a", "b")``, ``(["a", "b"],)`` and ``(("a", "b"),)``-as-nested-key are all accepted."""
-    if len(keys) == 1 and isinstance(keys[0], list):
-        keys = tuple(keys[0])
+    """``("a", "b")`` (separate arguments) and ``(("a", "b"),)`` (a nested key) are accepted; a list is not a
+    key (as in TorchRL)."""
     for key in keys:
+        if isinstance(key, list):
+            raise _KeyArgumentError(
+                f"{owner}: got the list {key!r} as a key; pass the keys as separate arguments, e.g. "
+                f"{owner}({', '.join(repr(k) for k in key)})."
+            )
         if not isinstance(key, (str, tuple)) or (isinstance(key, tuple) and not all(isinstance(k, str) for k in key)):
-            raise TypeError(f"{owner}: keys must be strings or tuples of strings, got {key!r}.")
+            raise _KeyArgumentError(f"{owner}: keys must be strings or tuples of strings, got {key!r}.")
     return _key_list(list(keys))
 
 
 class ExcludeTransform(Transform):
     """Removes entries from the data an environment returns (step and reset) and from its specs.
 
-    Keys that are absent are ignored. Excluding a state entry that the base env reads back on the next step
+    Keys that the env does not produce raise ``KeyError`` when the specs are built. Excluding a state entry that the base env reads back on the next step
     (e.g. ``"th"`` of :class:`~torchrl.envs.PendulumEnv`) makes that next step fail: exclude observations.
 
     Args:
-        *excluded_keys: the entries to remove (strings or nested keys, or one list of them).
+        *excluded_keys: the entries to remove (strings or nested keys, as separate arguments).
 
     Keyword Args:
         inverse: exclude the entries from the *inputs* instead: the base env does not see them in ``step``
@@ -90,6 +98,15 @@ class ExcludeTransform(Transform):
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         if self.inverse:
             return output_spec
+        known = set()
+        for part in _OUTPUT_PARTS:
+            known |= set(output_spec[part].keys(include_nested=True))
+        for key in self.excluded_keys:
+            if key not in known:
+                raise KeyError(
+                    f"ExcludeTransform: key {key!r} not found in the environment outputs (available: "
+                    f"{', '.join(sorted(map(str, known)))})."
+                )
         for part in _OUTPUT_PARTS:
             output_spec[part] = output_spec[part].exclude(*self.excluded_keys)
         return output_spec

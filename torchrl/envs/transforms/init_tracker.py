@@ -60,7 +60,13 @@ class InitTracker(Transform):
 
     @property
     def out_keys(self):
-        return self.init_keys if self._groups is not None or self.parent is not None else [self.init_key]
+        if self._groups is None and self.parent is None:
+            # as TorchRL: the flags sit next to the env's done entries, unknown without an env
+            raise NotImplementedError(
+                "InitTracker.out_keys: the transform has no parent env; its out_keys (one init flag per done group "
+                "of the env) are known once it is in a TransformedEnv."
+            )
+        return self.init_keys
 
     @out_keys.setter
     def out_keys(self, value) -> None:

@@ -25,7 +25,7 @@ class NoopResetEnv(Transform):
 
     Args:
         noops: the (maximum) number of random steps after each reset.
-        random: when True the number is drawn uniformly from ``0 .. noops`` (with torch's global RNG) at
+        random: when True the number is drawn uniformly from ``0 .. noops - 1`` (torch's global RNG) at
             every reset; when False it is always ``noops``.
 
     Examples:
@@ -53,7 +53,8 @@ class NoopResetEnv(Transform):
     def _count(self) -> int:
         if not self.random:
             return self.noops
-        return int(torch.randint(0, self.noops + 1, ()))
+        # as TorchRL: uniform over 0 .. noops - 1
+        return int(torch.randint(0, self.noops, ())) if self.noops > 0 else 0
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         noops = self._count()
@@ -108,7 +109,7 @@ class NoopResetEnv(Transform):
                 if ended:
                     break
             else:
-                return td
+                return td.exclude(*parent.action_keys)  # the reset output holds no action
             td = parent.reset(td.exclude(*parent.done_keys))
         raise RuntimeError(
             f"NoopResetEnv: the env reached a done state during the {noops} random steps after reset in "

@@ -7,7 +7,7 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl.data.tensor_specs import Composite, TensorSpec, Unbounded
+from torchrl.data.tensor_specs import Composite, TensorSpec
 from torchrl.envs.transforms._spec_edit import (
     INPUT_PARTS,
     affine_spec,
@@ -20,7 +20,6 @@ from torchrl.envs.transforms.transform import ObservationTransform
 
 __all__ = ["ObservationNorm"]
 
-_DEFAULT_KEYS = ["observation", "pixels"]
 
 
 def _as_buffer(value) -> torch.Tensor:
@@ -46,7 +45,7 @@ class ObservationNorm(ObservationTransform):
     Args:
         loc: location of the affine map (default ``0`` when only ``scale`` is given).
         scale: scale of the affine map (default ``1`` when only ``loc`` is given).
-        in_keys: entries to normalize (default ``["observation", "pixels"]``, those the env has).
+        in_keys: entries to normalize (required, as in TorchRL: leaving it out raises ``RuntimeError``).
         out_keys: where the results go (default: ``in_keys``).
         in_keys_inv: input entries the base env reads (mapped back from the outside's normalized values).
         out_keys_inv: the names the outside writes them under (default: ``in_keys_inv``).
@@ -70,6 +69,8 @@ class ObservationNorm(ObservationTransform):
 
     invertible = True
 
+    _out_keys_default_to_in_keys = True  # out_keys default to in_keys (in place)
+
     def __init__(
         self,
         loc: float | torch.Tensor | None = None,
@@ -81,9 +82,14 @@ class ObservationNorm(ObservationTransform):
         standard_normal: bool = False,
         eps: float | None = None,
     ) -> None:
-        self.__dict__["_default_keys"] = in_keys is None
+        if in_keys is None:
+            raise RuntimeError(
+                "ObservationNorm: in_keys must be given (as TorchRL: not passing in_keys is a deprecated behavior); "
+                "e.g. ObservationNorm(loc, scale, in_keys=['observation'])."
+            )
+        self.__dict__["_default_keys"] = False
         super().__init__(
-            in_keys=list(_DEFAULT_KEYS) if in_keys is None else in_keys,
+            in_keys=in_keys,
             out_keys=out_keys,
             in_keys_inv=in_keys_inv,
             out_keys_inv=out_keys_inv,
@@ -251,19 +257,18 @@ class ObservationNorm(ObservationTransform):
     # -- specs ----------------------------------------------------------------------------------------------
     def _spec_fn(self, leaf: TensorSpec) -> TensorSpec:
         dtype = leaf.dtype if leaf.dtype.is_floating_point else torch.get_default_dtype()
-        if not self.initialized:  # bounds unknown until init_stats; recomputed then
-            return Unbounded(shape=leaf.shape, device=leaf.device, dtype=dtype)
-        return affine_spec(leaf, self._apply_transform, dtype)
+        if not self.initialized:  # as TorchRL: the specs are unknown until init_stats (or a state dict)
+            raise RuntimeError(
+                "ObservationNorm: loc/scale have not been initialized, so the transformed specs are unknown. Pass "
+                "them to the constructor or call transform.init_stats(num_iter) first."
+            )
+        return affine_spec(leaf, self._apply_transform, dtype, map_unbounded=True)
 
     def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        # as TorchRL: in_keys absent from the specs are left to the data path (which raises KeyError on them)
         for in_key, out_key in key_pairs(self):
             if in_key in observation_spec:
                 observation_spec[out_key] = self._spec_fn(observation_spec[in_key])
-            elif not self.__dict__["_default_keys"]:
-                raise KeyError(
-                    f"ObservationNorm: in_key {in_key!r} is not in the observation spec; available: "
-                    f"{sorted(map(str, observation_spec.keys(include_nested=True, leaves_only=True)))}."
-                )
         return observation_spec
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:

@@ -14,15 +14,18 @@ from torchrl.envs.transforms.transform import Transform
 __all__ = ["RewardClipping"]
 
 
+class _NoBoundsError(ValueError, TypeError, RuntimeError):
+    """Neither clipping bound given (TorchRL raises RuntimeError for RewardClipping, TypeError for ClipTransform)."""
+
+
 def _bounds(low, high, owner: str) -> tuple:
-    """Validates clipping bounds; mixes of numbers and tensors become tensors (``torch.clamp`` needs one kind)."""
+    """Validates clipping bounds and stores them as tensors (as TorchRL: 0-dim default-dtype tensors for numbers)."""
     if low is None and high is None:
-        raise ValueError(f"{owner}: give a lower bound, an upper bound or both; got neither.")
+        raise _NoBoundsError(f"{owner}: give a lower bound, an upper bound or both; got neither.")
     if low is not None and high is not None and bool(torch.as_tensor(low >= high).any()):
         raise ValueError(f"{owner}: the lower bound ({low}) must be below the upper bound ({high}).")
-    if isinstance(low, torch.Tensor) or isinstance(high, torch.Tensor):
-        low = None if low is None else torch.as_tensor(low, dtype=torch.get_default_dtype())
-        high = None if high is None else torch.as_tensor(high, dtype=torch.get_default_dtype())
+    low = None if low is None else torch.as_tensor(low, dtype=torch.get_default_dtype())
+    high = None if high is None else torch.as_tensor(high, dtype=torch.get_default_dtype())
     return low, high
 
 
@@ -38,7 +41,8 @@ class RewardClipping(Transform):
         out_keys: where the results go (default: ``in_keys``).
 
     Raises:
-        ValueError: neither bound is given, or ``clamp_min >= clamp_max``.
+        ValueError: ``clamp_min >= clamp_max``, or neither bound is given (that error is also a RuntimeError,
+            TorchRL's type).
 
     Examples:
         >>> import torch
@@ -49,6 +53,8 @@ class RewardClipping(Transform):
         [-5.0, 0.5, 1.0]
     """
 
+    _out_keys_default_to_in_keys = True  # out_keys default to in_keys (in place)
+
     def __init__(
         self,
         clamp_min: float | None = None,
@@ -58,7 +64,9 @@ class RewardClipping(Transform):
     ) -> None:
         super().__init__(in_keys=["reward"] if in_keys is None else in_keys, out_keys=out_keys)
         self._check_keys()
-        self.clamp_min, self.clamp_max = _bounds(clamp_min, clamp_max, "RewardClipping")
+        clamp_min, clamp_max = _bounds(clamp_min, clamp_max, "RewardClipping")
+        self.register_buffer("clamp_min", clamp_min)
+        self.register_buffer("clamp_max", clamp_max)
 
     def _apply_transform(self, reward: torch.Tensor) -> torch.Tensor:
         return reward.clamp(self.clamp_min, self.clamp_max)

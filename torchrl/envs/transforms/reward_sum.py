@@ -39,10 +39,12 @@ class RewardSum(Transform):
         reset_keys: the reset entry governing each sum (default: the reset entry of its done group).
 
     Keyword Args:
-        reward_spec: also declare the sums in the reward spec (not only in the observation spec).
+        reward_spec: declare the sums in the reward spec instead of the observation spec.
 
-    Used outside an env (``forward``), it computes the cumulative reward along the last batch dim of a
-    trajectory, restarting after every ``("next", "done")``.
+    Used outside an env (``forward``), it computes the running return along the time dim of a stored
+    trajectory (the batch dim named ``"time"``, else the last one), restarting after every done step; the
+    sums are written next to the rewards (in ``"next"`` for ``env.rollout`` data). A TensorDict without
+    batch dims raises ``ValueError``.
 
     Examples:
         >>> from torchrl.envs import PendulumEnv, RewardSum, TransformedEnv
@@ -82,7 +84,13 @@ class RewardSum(Transform):
                 full_reward_spec = parent.output_spec["full_reward_spec"]
                 full_done_spec = parent.output_spec["full_done_spec"]
         if full_reward_spec is not None:
-            in_keys = self._given_in or list(full_reward_spec.keys(include_nested=True, leaves_only=True))
+            reward_keys = list(full_reward_spec.keys(include_nested=True, leaves_only=True))
+            in_keys = self._given_in or reward_keys
+            missing = [k for k in in_keys if k not in reward_keys]
+            if missing:
+                raise ValueError(
+                    f"RewardSum: in_keys {missing} are not reward entries of the env (reward keys: {reward_keys})."
+                )
             groups = done_groups(full_done_spec)
         out_keys = self._given_out or [from_tuple(as_tuple(k)[:-1] + ("episode_reward",)) for k in in_keys]
         if len(out_keys) != len(in_keys):
@@ -114,6 +122,11 @@ class RewardSum(Transform):
 
     @property
     def reset_keys(self):
+        if self._given_reset is None and self.parent is None:
+            raise TypeError(
+                "RewardSum.reset_keys: no reset_keys were given and the transform has no parent env to read them "
+                "from; pass reset_keys=[...] when the transform is used outside an env."
+            )
         return [r for _, _, r in self._resolve()]
 
     # -- data ----------------------------------------------------------------------------------------------
@@ -143,14 +156,19 @@ class RewardSum(Transform):
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        time_dim = _time_dim(tensordict)
         for in_key, out_key, _ in self._resolve():
-            nested_in = ("next",) + as_tuple(in_key)
-            reward = fast_get(tensordict, nested_in, None)
-            if reward is None:
-                reward = fast_get(tensordict, in_key)
-            done = fast_get(tensordict, ("next",) + as_tuple(in_key)[:-1] + ("done",), None)
-            time_dim = tensordict.batch_dims - 1
-            tensordict.set(("next",) + as_tuple(out_key), _episode_cumsum(reward, done, time_dim))
+            # the rewards of a stored trajectory sit in "next" (env.rollout) or at the root: the sums go next to them
+            for level in (("next",), ()):
+                reward = fast_get(tensordict, level + as_tuple(in_key), None)
+                if reward is not None:
+                    break
+            else:
+                raise KeyError(f"RewardSum: reward {in_key!r} found neither at the root nor in 'next'.")
+            done = fast_get(tensordict, level + as_tuple(in_key)[:-1] + ("done",), None)
+            if done is None and level:
+                done = fast_get(tensordict, as_tuple(in_key)[:-1] + ("done",), None)
+            tensordict.set(level + as_tuple(out_key), _episode_cumsum(reward, done, time_dim))
         return tensordict
 
     # -- specs -----------------------------------------------------------------------------------------
@@ -171,9 +189,10 @@ class RewardSum(Transform):
         for in_key, out_key, _ in self._resolved:
             leaf = full_reward[in_key]
             sum_spec = Unbounded(shape=leaf.shape, dtype=leaf.dtype, device=leaf.device)
-            obs[out_key] = sum_spec
-            if self.reward_spec:
-                full_reward[out_key] = sum_spec.clone()
+            if self.reward_spec:  # a reward entry instead of an observation
+                full_reward[out_key] = sum_spec
+            else:
+                obs[out_key] = sum_spec
             shapes[out_key] = leaf.shape[n:]
             dtypes[out_key] = leaf.dtype
         self.__dict__["_shapes"], self.__dict__["_dtype_map"] = shapes, dtypes
@@ -199,6 +218,17 @@ class RewardSum(Transform):
         if self._resolved is None:
             return "RewardSum()"
         return f"RewardSum(in_keys={[i for i, _, _ in self._resolved]}, out_keys={[o for _, o, _ in self._resolved]})"
+
+
+def _time_dim(tensordict: TensorDictBase) -> int:
+    """The batch dim named ``"time"``, else the last one (a trajectory needs one)."""
+    if tensordict.batch_dims == 0:
+        raise ValueError(
+            "RewardSum: outside an env the transform sums the rewards of a trajectory along its time dim; this "
+            "TensorDict has no batch dim (name one 'time', e.g. TensorDict(..., names=['time']))."
+        )
+    names = tensordict.names
+    return names.index("time") if "time" in names else tensordict.batch_dims - 1
 
 
 def _episode_cumsum(reward: torch.Tensor, done: torch.Tensor | None, time_dim: int) -> torch.Tensor:

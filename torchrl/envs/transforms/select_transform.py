@@ -60,7 +60,7 @@ class SelectTransform(Transform):
     so that the env keeps running. Selected keys that are absent are ignored.
 
     Args:
-        *selected_keys: the entries to keep (strings or nested keys, or one list of them).
+        *selected_keys: the entries to keep (strings or nested keys, as separate arguments).
 
     Keyword Args:
         keep_rewards: also keep every reward entry (when False, only selected rewards stay).

@@ -15,6 +15,10 @@ from torchrl.envs.transforms.transform import Transform
 __all__ = ["UnsqueezeTransform", "SqueezeTransform"]
 
 
+class _DimError(ValueError, TypeError):
+    """A missing or non-int ``dim`` (TorchRL raises TypeError)."""
+
+
 class UnsqueezeTransform(Transform):
     """Inserts a dim of size one at ``dim`` in ``in_keys`` (and removes it from inputs at ``in_keys_inv``).
 
@@ -54,6 +58,8 @@ class UnsqueezeTransform(Transform):
     _name = "UnsqueezeTransform"
     _td_batch_dims = 0  # batch dims of the tensordict being transformed (set by _call / _inv_call)
 
+    _out_keys_default_to_in_keys = True  # out_keys default to in_keys (in place)
+
     def __init__(
         self,
         dim: int | None = None,
@@ -70,7 +76,7 @@ class UnsqueezeTransform(Transform):
         if kwargs:
             raise TypeError(f"{self._name} got unexpected keyword argument(s) {sorted(kwargs)}.")
         if dim is None or not isinstance(dim, int):
-            raise ValueError(f"{self._name}: dim must be an int, got {dim!r}.")
+            raise _DimError(f"{self._name}: dim must be an int, got {dim!r}.")
         if dim >= 0 and not allow_positive_dim:
             raise RuntimeError(
                 f"{self._name}: dim={dim} is not negative. Negative dims count from the end and work for any batch "

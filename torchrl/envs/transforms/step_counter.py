@@ -87,6 +87,11 @@ class StepCounter(Transform):
     ) -> None:
         if max_steps is not None and max_steps < 1:
             raise ValueError(f"StepCounter: max_steps must be a positive integer or None, got {max_steps}.")
+        for name, key in (("truncated_key", truncated_key), ("step_count_key", step_count_key)):
+            if not isinstance(key, str):
+                raise ValueError(
+                    f"StepCounter: {name} must be a string (a leaf name placed next to each done entry), got {key!r}."
+                )
         super().__init__()
         self.max_steps = max_steps
         self.truncated_key = truncated_key
@@ -156,6 +161,12 @@ class StepCounter(Transform):
             fresh = torch.zeros(shape, dtype=torch.int64, device=tensordict_reset.device)
             previous = fast_get(tensordict, g.count, None)
             fast_set(tensordict_reset, g.count, restart_where_reset(tensordict, g.reset, previous, fresh))
+            if g.truncated is not None:
+                # truncation starts False with each episode (when the base env does not write the entry, the
+                # reset output may still hold the previous step's value)
+                fresh = torch.zeros(shape, dtype=torch.bool, device=tensordict_reset.device)
+                previous = fast_get(tensordict_reset, g.truncated, None)
+                fast_set(tensordict_reset, g.truncated, restart_where_reset(tensordict, g.reset, previous, fresh))
         return tensordict_reset
 
     def _make_fast_step(self, g: _Group, max_steps: int, count: torch.Tensor) -> None:
@@ -218,7 +229,7 @@ class StepCounter(Transform):
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        raise RuntimeError(
+        raise NotImplementedError(
             "StepCounter counts environment steps; it cannot be applied to stored data. Use it inside a "
             "TransformedEnv."
         )
@@ -227,7 +238,7 @@ class StepCounter(Transform):
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         full_done = output_spec["full_done_spec"]
         self._set_groups(full_done)
-        high = self.max_steps if self.max_steps is not None else _INT_MAX
+        high = _INT_MAX  # as TorchRL: the spec bounds the counter by int64's range whatever max_steps
         for g in self._groups:
             if g.truncated is not None and g.truncated not in full_done.keys(include_nested=True):
                 full_done[g.truncated] = full_done[g.done].clone()
@@ -244,7 +255,7 @@ class StepCounter(Transform):
             parent = self.parent
             if parent is not None:
                 self._set_groups(parent.output_spec["full_done_spec"])
-        high = self.max_steps if self.max_steps is not None else _INT_MAX
+        high = _INT_MAX
         state = input_spec["full_state_spec"]
         for g in self._groups or ():
             state[g.count] = Bounded(0, high, shape=g.shape, dtype=torch.int64, device=state.device)

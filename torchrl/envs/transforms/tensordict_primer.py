@@ -111,10 +111,15 @@ class TensorDictPrimer(Transform):
                 )
         if single_default_value and not callable(default_value):
             raise ValueError("TensorDictPrimer: single_default_value=True needs a callable default_value.")
-        super().__init__(in_keys=[], out_keys=keys)
+        super().__init__(in_keys=[], out_keys=[])  # as TorchRL: the primed keys are not out_keys
         self.primers = primers
-        self.random = bool(random)
-        self.default_value = 0.0 if default_value is None else default_value
+        self.random = random  # as given (None when not given); read as a bool
+        if random:
+            self.default_value = default_value
+        elif default_value is None or single_default_value or isinstance(default_value, dict):
+            self.default_value = {k: 0.0 for k in keys} if default_value is None else default_value
+        else:  # as TorchRL: one value per primer key
+            self.default_value = {k: default_value for k in keys}
         self.expand_specs = expand_specs
         self.single_default_value = bool(single_default_value)
         self.call_before_env_reset = bool(call_before_env_reset)
@@ -300,7 +305,8 @@ class TensorDictPrimer(Transform):
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Fills the primer entries missing from ``tensordict`` (shape: its batch size + the spec's shape)."""
+        """Fills the primer entries missing from ``tensordict`` (shape: its batch size + the spec's shape, so that
+        replay-buffer samples of any batch size are filled; TorchRL requires specs leading with the batch size)."""
         once = self._defaults_once()
         ndim = len(self.primers.shape)
         for key, leaf in self.primers.items(True, True):
@@ -313,6 +319,6 @@ class TensorDictPrimer(Transform):
         return self.forward(next_tensordict)
 
     def __repr__(self) -> str:
-        keys = [str(k) for k in self.out_keys]
+        keys = [str(k) for k in self.primers.keys(True, True)]
         mode = "random=True" if self.random else f"default_value={self.default_value!r}"
         return f"TensorDictPrimer(primers={keys}, {mode}, reset_key={self._reset_key!r})"

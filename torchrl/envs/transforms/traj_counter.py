@@ -8,7 +8,7 @@ from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
 from torchrl._td import fast_get, fast_set
-from torchrl.data.tensor_specs import Composite, Unbounded
+from torchrl.data.tensor_specs import Bounded, Composite
 from torchrl.envs._done import as_tuple, from_tuple
 from torchrl.envs.transforms._groups import done_groups
 from torchrl.envs.transforms.tensordict_primer import _mask_like
@@ -34,7 +34,7 @@ class TrajCounter(Transform):
     Keyword Args:
         repeats: hand each id to ``repeats`` consecutive episode starts before moving to the next one
             (e.g. when every prompt of a batch is repeated ``repeats`` times and the copies form one
-            group). Default: 1.
+            group). Default: ``None`` (stored as ``repeats == 0``, as TorchRL: each id is used once).
 
     Examples:
         >>> from torchrl.envs import PendulumEnv, StepCounter, TransformedEnv
@@ -51,7 +51,7 @@ class TrajCounter(Transform):
             raise ValueError(f"TrajCounter: repeats must be a positive integer or None, got {repeats!r}.")
         super().__init__(in_keys=[], out_keys=[out_key])
         self.out_key = out_key
-        self.repeats = 1 if repeats is None else repeats
+        self.repeats = 0 if repeats is None else repeats  # as TorchRL: 0 when not given (each id used once)
         # Number of episode starts so far (ids are ``starts // repeats``); shared between clones and processes.
         self._starts = torch.zeros((), dtype=torch.int64).share_memory_()
         self._keys: tuple | None = None  # (done key of the group, reset key of the group)
@@ -85,7 +85,7 @@ class TrajCounter(Transform):
         """``n`` new ids (advances the shared counter)."""
         start = int(self._starts)
         self._starts.fill_(start + n)
-        return (torch.arange(start, start + n, device=device) // self.repeats).to(torch.int64)
+        return (torch.arange(start, start + n, device=device) // max(self.repeats, 1)).to(torch.int64)
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         done_key, reset_key, _ = self._get_keys()
@@ -121,8 +121,9 @@ class TrajCounter(Transform):
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         full_done = output_spec["full_done_spec"]
         done_key, reset_key, shape = self._keys = self._group_keys(full_done)
-        output_spec["full_observation_spec"][self.out_key] = Unbounded(
-            shape=shape, dtype=torch.int64, device=full_done.device
+        # as TorchRL: ids are non-negative, bounded by int64's range
+        output_spec["full_observation_spec"][self.out_key] = Bounded(
+            0, torch.iinfo(torch.int64).max, shape=shape, dtype=torch.int64, device=full_done.device
         )
         return output_spec
 

@@ -50,9 +50,11 @@ class Transform(nn.Module):
 
     Args:
         in_keys: entries read on the output side (observations, rewards, ...).
-        out_keys: where results are written (default: ``in_keys``, i.e. in place).
+        out_keys: where results are written. Default: ``[]`` on this base class (as in TorchRL: a subclass
+            mapping ``in_keys`` in place passes ``out_keys=in_keys``); the built-in in-place transforms
+            default them to ``in_keys``.
         in_keys_inv: entries written for the base env on the input side (e.g. its ``"action"``).
-        out_keys_inv: entries read from the outside on the input side (default: ``in_keys_inv``).
+        out_keys_inv: entries read from the outside on the input side (default as for ``out_keys``).
 
     Examples:
         >>> import torch
@@ -61,11 +63,14 @@ class Transform(nn.Module):
         >>> class Double(Transform):
         ...     def _apply_transform(self, x):
         ...         return x * 2
-        >>> Double(in_keys=["obs"])(TensorDict(obs=torch.ones(2)))["obs"].tolist()
+        >>> Double(in_keys=["obs"], out_keys=["obs"])(TensorDict(obs=torch.ones(2)))["obs"].tolist()
         [2.0, 2.0]
     """
 
     invertible = False
+    # TorchRL's base class leaves unset ``out_keys``/``out_keys_inv`` empty; transforms that work in place
+    # (most of them) default them to ``in_keys``/``in_keys_inv`` by setting this flag
+    _out_keys_default_to_in_keys = False
 
     def __init__(
         self,
@@ -95,7 +100,9 @@ class Transform(nn.Module):
     @property
     def out_keys(self) -> list[NestedKey]:
         out = self.__dict__["_out_keys"]
-        return out if out is not None else list(self.in_keys)
+        if out is not None:
+            return out
+        return list(self.in_keys) if self._out_keys_default_to_in_keys else []
 
     @out_keys.setter
     def out_keys(self, value) -> None:
@@ -112,7 +119,9 @@ class Transform(nn.Module):
     @property
     def out_keys_inv(self) -> list[NestedKey]:
         out = self.__dict__["_out_keys_inv"]
-        return out if out is not None else list(self.in_keys_inv)
+        if out is not None:
+            return out
+        return list(self.in_keys_inv) if self._out_keys_default_to_in_keys else []
 
     @out_keys_inv.setter
     def out_keys_inv(self, value) -> None:
@@ -144,7 +153,7 @@ class Transform(nn.Module):
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         """Applies ``_apply_transform`` to each ``in_key`` of ``next_tensordict`` (in place)."""
-        for in_key, out_key in zip(self.in_keys, self.out_keys):
+        for in_key, out_key in self._key_pairs(self.in_keys, self.out_keys, ""):
             value = next_tensordict.get(in_key, None)
             if value is None:
                 if self._missing_tolerance:
@@ -178,8 +187,16 @@ class Transform(nn.Module):
         """Edits the reset *input* before the base env sees it (default: unchanged)."""
         return tensordict
 
+    def _key_pairs(self, in_keys: list, out_keys: list, suffix: str) -> zip:
+        if len(in_keys) != len(out_keys):
+            raise ValueError(
+                f"{type(self).__name__}: in_keys{suffix} {in_keys} and out_keys{suffix} {out_keys} differ in length "
+                f"(out_keys{suffix} default to [] on a Transform subclass: pass them)."
+            )
+        return zip(in_keys, out_keys)
+
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
-        for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
+        for in_key, out_key in self._key_pairs(self.in_keys_inv, self.out_keys_inv, "_inv"):
             value = tensordict.get(out_key, None)
             if value is None:
                 if self._missing_tolerance:
@@ -253,7 +270,10 @@ class Transform(nn.Module):
         return self.__dict__["_container"]
 
     def set_container(self, container) -> None:
-        if self.__dict__["_container"] is not None and self.__dict__["_container"] is not container:
+        current = self.__dict__["_container"]
+        # as TorchRL: a transform that already has a parent env (through its container) cannot be moved; one
+        # held by a standalone Compose can
+        if current is not None and current is not container and self._chain()[0] is not None:
             raise AttributeError(
                 f"{type(self).__name__} already belongs to {type(self.__dict__['_container']).__name__}; "
                 f"use transform.clone() to put a copy elsewhere."

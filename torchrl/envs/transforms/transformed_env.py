@@ -11,10 +11,16 @@ from torchrl._td import writable
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs._step_mdp import structure_copy
 from torchrl.envs.common import EnvBase, register_env_hook
-from torchrl.envs.transforms.compose import Compose
+from torchrl.envs.transforms.compose import Compose, _as_transform, _CallableTransform
 from torchrl.envs.transforms.transform import Transform
 
 __all__ = ["TransformedEnv"]
+
+
+def _flat(transform: Transform) -> list[Transform]:
+    if isinstance(transform, Compose):
+        return [leaf for t in transform for leaf in _flat(t)]
+    return [transform]
 
 
 class TransformedEnv(EnvBase):
@@ -52,7 +58,7 @@ class TransformedEnv(EnvBase):
         if transform is None:
             transform = Compose()
         elif not isinstance(transform, Transform):
-            transform = Compose(transform)
+            transform = Compose(_as_transform(transform, "TransformedEnv"))
         super().__init__(device=env.device, batch_size=env.batch_size, **kwargs)
         self.base_env = env
         self.__dict__["_base"] = env
@@ -92,8 +98,15 @@ class TransformedEnv(EnvBase):
             d["_device"] = t.transform_env_device(base.device)
             t.reset_parent()
 
+    def __setattr__(self, name: str, value) -> None:
+        if name == "transform":  # nn.Module would register a module value without the property's setter
+            type(self).transform.fset(self, value)
+            return
+        super().__setattr__(name, value)
+
     def append_transform(self, transform) -> "TransformedEnv":
         """Appends ``transform`` (a Transform or a callable) in place; returns ``self``."""
+        transform = _as_transform(transform, "TransformedEnv.append_transform")
         current = self.transform
         if not isinstance(current, Compose):
             current._detach_container()
@@ -104,6 +117,7 @@ class TransformedEnv(EnvBase):
 
     def insert_transform(self, index: int, transform: Transform) -> "TransformedEnv":
         """Inserts ``transform`` at ``index`` of the transform list in place; returns ``self``."""
+        transform = _as_transform(transform, "TransformedEnv.insert_transform")
         current = self.transform
         if not isinstance(current, Compose):
             current._detach_container()
@@ -240,7 +254,32 @@ class TransformedEnv(EnvBase):
         out = self.__dict__["_base"].reset(td_in, **kwargs)
         if tensordict is None:
             tensordict = TensorDict(batch_size=out.batch_size, device=out.device)
+        cache = self.__dict__["_spec_cache"]
+        if "_reset_keys_checked" not in cache:
+            self._check_reset_out_keys()
+            cache["_reset_keys_checked"] = True
         return transform._reset(tensordict, out)
+
+    def _check_reset_out_keys(self) -> None:
+        """Once per structure (first reset after the transforms or specs change), as TorchRL: the ``out_keys``
+        of transforms that keep ``Transform``'s own ``_reset`` must be declared by the transformed specs."""
+        declared = None
+        for t in _flat(self.transform):
+            if type(t)._reset is not Transform._reset or isinstance(t, _CallableTransform) or not t.out_keys:
+                continue
+            if declared is None:
+                output, inputs = self.output_spec, self.input_spec
+                declared = set()
+                for root, part in ((output, "full_observation_spec"), (output, "full_done_spec"),
+                                   (output, "full_reward_spec"), (inputs, "full_state_spec")):
+                    declared |= set(root[part].keys(include_nested=True, leaves_only=True))
+            missing = [k for k in t.out_keys if k not in declared]
+            if missing:
+                raise KeyError(
+                    f"{type(t).__name__}: out_keys {', '.join(map(str, missing))} are not declared by the transformed "
+                    f"specs (declared: {', '.join(sorted(map(str, declared)))}). A transform that writes a new entry must add it in "
+                    f"transform_observation_spec (or transform_output_spec / transform_state_spec)."
+                )
 
     def _fix_shapes(self, next_td: TensorDictBase) -> None:
         """No-op: the base env fixed its own outputs, and transforms write entries in their spec's shape."""
@@ -296,6 +335,11 @@ class TransformedEnv(EnvBase):
             base = self.__dict__.get("_base")
             if base is None or name.startswith("__"):
                 raise
+            attr = getattr(type(self), name, None)
+            if isinstance(attr, property) and attr.fget is not None:
+                # the property itself raised AttributeError (e.g. a transform's spec error, as TorchRL): report it
+                # instead of silently returning the base env's attribute of that name
+                attr.fget(self)
             return getattr(base, name)
 
     def __repr__(self) -> str:

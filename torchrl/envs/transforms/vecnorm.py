@@ -66,6 +66,8 @@ class VecNorm(Transform):
         >>> frozen = env.transform.to_observation_norm()  # a static ObservationNorm with these stats
     """
 
+    _out_keys_default_to_in_keys = True  # out_keys default to in_keys (in place)
+
     def __init__(
         self,
         in_keys: Sequence[NestedKey] | None = None,
@@ -279,17 +281,30 @@ class VecNorm(Transform):
 
     # -- state -----------------------------------------------------------------------------------------
     def get_extra_state(self) -> OrderedDict:
-        return OrderedDict(td=None if self._td is None else self._td.clone(), frozen=self.frozen)
+        """As TorchRL: ``{"<key>_sum": ..., "<key>_ssq": ..., "<key>_count": ...}`` (nested keys joined by
+        ``"."``; counts of shape ``(1,)``)."""
+        out = OrderedDict()
+        if self._td is not None:
+            for key, value in self._td.items(include_nested=True, leaves_only=True):
+                name = key if isinstance(key, str) else ".".join(key)
+                out[name] = value.reshape(1).clone() if name.endswith("_count") and value.ndim == 0 else value.clone()
+        return out
 
-    def set_extra_state(self, state: OrderedDict) -> None:
-        td = state.get("td")
+    def set_extra_state(self, state) -> None:
+        if "td" in state or "frozen" in state:  # the format of earlier versions of this class
+            td = state.get("td")
+            self.frozen = bool(state.get("frozen", self.frozen))
+        else:
+            td = TensorDict(
+                {tuple(k.split(".")): v.reshape(()) if k.endswith("_count") and v.shape == (1,) else v for k, v in state.items()},
+                batch_size=[],
+            ) if len(state) else None
         if td is not None:
             if self._td is None:
                 self._td = td.clone()
             else:
                 self._td.update_(td)
             self.__dict__["_stats"] = None
-        self.frozen = bool(state.get("frozen", self.frozen))
 
     def __getstate__(self):
         state = super().__getstate__()
