@@ -11,7 +11,7 @@ import torch
 from tensordict import LazyStackedTensorDict
 
 from torchrl.data import Bounded
-from torchrl.envs import PendulumEnv, StepCounter, TransformedEnv
+from torchrl.envs import PendulumEnv, RewardClipping, StepCounter, TransformedEnv
 from torchrl.envs.batched_envs import BatchedEnvBase, ParallelEnv, SerialEnv
 from torchrl.testing import CountingEnv, CountingEnvCountPolicy, HeterogeneousCountingEnv, NestedCountingEnv
 
@@ -82,13 +82,13 @@ class TestSpecs:
 
     def test_per_worker_bounds_are_stacked(self, batched):
         env = batched(
-            2, lambda max_steps: TransformedEnv(PendulumEnv(), StepCounter(max_steps)),
-            create_env_kwargs=[{"max_steps": 3}, {"max_steps": 7}],
+            2, lambda low: TransformedEnv(PendulumEnv(), RewardClipping(clamp_min=low, clamp_max=0.0)),
+            create_env_kwargs=[{"low": -3.0}, {"low": -7.0}],
         )
-        spec = env.full_observation_spec["step_count"]
+        spec = env.full_reward_spec["reward"]
         assert isinstance(spec, Bounded)
         assert spec.shape == (2, 1)
-        assert spec.space.high.squeeze(-1).tolist() == [3, 7]
+        assert spec.space.low.squeeze(-1).tolist() == [-3.0, -7.0]
 
     def test_different_specs_raise_at_construction(self, batched):
         with pytest.raises(
