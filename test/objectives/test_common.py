@@ -89,7 +89,18 @@ def test_single_network_shares_the_users_parameters():
     target = loss.target_net_params["module", "0", "weight"]
     assert not target.requires_grad and target is not net.module[0].weight
     torch.testing.assert_close(target, net.module[0].weight.detach())
-    assert any(k.startswith("_target_net.") for k in loss.state_dict())
+    # TorchRL's names: the network's parameters under net_params, the target's as buffers under target_net_params
+    layer_names = [n for n, _ in net.named_parameters()]
+    assert sorted(loss.state_dict()) == sorted([f"net_params.{n}" for n in layer_names]
+                                               + [f"target_net_params.{n}" for n in layer_names])
+    assert [n for n, _ in loss.named_parameters()] == [f"net_params.{n}" for n in layer_names]
+    assert [n for n, _ in loss.named_buffers()] == [f"target_net_params.{n}" for n in layer_names]
+    other = WithNet(qnet(), create_target_params=True)
+    other.load_state_dict(loss.state_dict())  # round trip through the renamed keys
+    torch.testing.assert_close(other.target_net_params["module", "0", "weight"], target)
+    torch.testing.assert_close(other.net.module[0].weight, net.module[0].weight)
+    wrapped = torch.nn.ModuleDict({"loss": loss})  # nested: the prefix is kept
+    assert "loss.target_net_params.module.0.bias" in wrapped.state_dict()
     with torch.no_grad():
         net.module[0].weight.add_(1.0)  # an optimizer step on the user's network is the loss's too
     assert torch.equal(loss.net_params["module", "0", "weight"], net.module[0].weight)
@@ -111,7 +122,9 @@ def test_dtype_conversion_keeps_views_in_sync():
     loss.double()
     assert loss.net_params["module", "0", "weight"].dtype == torch.float64
     assert loss.target_net_params["module", "0", "weight"].dtype == torch.float64
-    assert loss.target_net_params["module", "0", "weight"] is loss._target_net.module[0].weight
+    # the target TensorDict and the target network share their storage (in-place updates reach both)
+    target = loss.target_net_params["module", "0", "weight"]
+    assert target.data_ptr() == loss._target_net.module[0].weight.data_ptr()
 
 
 def test_ensemble_parameters():
@@ -197,7 +210,13 @@ def test_value_estimator_is_not_a_submodule():
     est = loss.value_estimator
     assert isinstance(est, TD0Estimator) and est.value_network is loss.value_network
     assert "_value_estimator" not in dict(loss.named_children())
-    assert not any("estimator" in k for k in loss.state_dict())
+    # its coefficients are saved as TorchRL saves them (not its network: that is the loss's own)
+    assert [k for k in loss.state_dict() if "estimator" in k] == ["_value_estimator.gamma"]
+    fresh = DQNLoss(qnet(), action_space="one-hot")
+    fresh.make_value_estimator(gamma=0.7)
+    fresh.load_state_dict(loss.state_dict())
+    assert float(fresh.value_estimator.gamma) == pytest.approx(0.99)
+    DQNLoss(qnet(), action_space="one-hot").load_state_dict(loss.state_dict())  # no estimator yet: ignored
     custom = TD0Estimator(gamma=0.5, value_network=None)
     loss.value_estimator = custom
     assert loss.value_estimator is custom
@@ -257,8 +276,12 @@ def test_parameters_exclude_targets_for_every_loss_kind():
 
     loss = TD3Loss(actor, TensorDictModule(Q(), ["observation", "action"], ["state_action_value"]), bounds=(-1, 1))
     names = [n for n, _ in loss.named_parameters()]
-    assert sorted(names) == ["actor_network.module.bias", "actor_network.module.weight",
+    # TorchRL's names: <network>_params.<path> (the targets are buffers)
+    assert sorted(names) == ["actor_network_params.module.bias", "actor_network_params.module.weight",
                              "qvalue_network_params.module.lin.bias", "qvalue_network_params.module.lin.weight"]
+    assert sorted(n for n, _ in loss.named_buffers() if "network" in n) == [
+        "target_actor_network_params.module.bias", "target_actor_network_params.module.weight",
+        "target_qvalue_network_params.module.lin.bias", "target_qvalue_network_params.module.lin.weight"]
 
 
 class ActorCriticLoss(LossModule):

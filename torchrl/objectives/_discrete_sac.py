@@ -105,6 +105,8 @@ class DiscreteSACLoss(TemperatureMixin):
         priority_weight: NestedKey = "priority_weight"
 
     default_keys = _AcceptedKeys
+    # TorchRL's DiscreteSACLoss saves its target entropy as ``target_entropy``
+    _BUFFER_RENAMES = (("_target_entropy", "target_entropy"),)
     default_value_estimator = ValueEstimators.TD0
     supported_value_estimators = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
     _OUT_KEYS = ["loss_actor", "loss_qvalue", "loss_alpha", "alpha", "entropy"]

@@ -169,11 +169,17 @@ class ActorCriticBase(LossModule):
         self.__dict__["_entropy_coeff_map"] = coeff_map
         self.register_coeff_buffer("entropy_coeff", entropy_coeff)
 
-    def _setup_critic(self, critic_coeff, loss_critic_type: str, clip_value, reduction) -> None:
+    def _setup_critic(self, critic_coeff, loss_critic_type: str, clip_value, reduction, *,
+                      coeff_buffer: bool = True) -> None:
+        """``coeff_buffer=False``: ``critic_coeff`` is a plain attribute, not saved in the state dict (REINFORCE,
+        which has no such coefficient in TorchRL)."""
         owner = type(self).__name__
         if self.critic_network is None:
             critic_coeff = None
-        self.register_coeff_buffer("critic_coeff", critic_coeff)
+        if coeff_buffer:
+            self.register_coeff_buffer("critic_coeff", critic_coeff)
+        else:
+            self.critic_coeff = critic_coeff
         distance_loss(torch.zeros(1), torch.zeros(1), loss_critic_type)  # validates the name
         self.loss_critic_type = loss_critic_type
         self.clip_value = clip_value

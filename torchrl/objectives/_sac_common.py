@@ -136,6 +136,7 @@ class TemperatureMixin(LossModule):
         self.min_log_alpha = None if min_alpha is None else math.log(min_alpha)
         self.max_log_alpha = None if max_alpha is None else math.log(max_alpha)
         self.fixed_alpha = bool(fixed_alpha)
+        self.register_buffer("alpha_init", torch.tensor(float(alpha_init), device=device))  # as TorchRL
         log_alpha = torch.tensor(math.log(alpha_init), device=device)
         if self.fixed_alpha:
             self.register_buffer("log_alpha", log_alpha)

@@ -119,6 +119,9 @@ class LossModule(TensorDictModuleBase):
         d["_estimator_defaults"] = {}
         d["_loss_mask_key"] = None
         d["_warn_target"] = False
+        # state dicts use TorchRL's names for the networks (see _state_renames)
+        self.register_state_dict_post_hook(LossModule._save_hook)
+        self.register_load_state_dict_pre_hook(LossModule._load_hook)
 
     # ------------------------------------------------------------------------------------ attributes
     def __setattr__(self, name: str, value) -> None:
@@ -310,7 +313,7 @@ class LossModule(TensorDictModuleBase):
             nn.Module.__setattr__(self, module_name, module)
             target = None
             if create_target_params:
-                target = copy.deepcopy(module).requires_grad_(False)
+                target = _frozen_copy(module)
                 nn.Module.__setattr__(self, f"_target_{module_name}", target)
             self._functionals[module_name] = _Functional(module, None, target)
         else:
@@ -408,11 +411,80 @@ class LossModule(TensorDictModuleBase):
             est._apply(fn, recurse)
         return out
 
+    # ------------------------------------------------------------------------ TorchRL's state names
+    #: ``(our buffer name, TorchRL's)`` pairs of a loss whose state names differ from its attributes'.
+    _BUFFER_RENAMES: tuple = ()
+
+    def _state_renames(self) -> list[tuple[str, str]]:
+        """``(our name, TorchRL's name)``: prefixes (ending with ``.``) of the single networks, whose
+        ``value_network.`` is saved as ``value_network_params.`` and frozen target ``_target_value_network.`` as
+        ``target_value_network_params.`` (ensembles already live under those names), then whole buffer names
+        (``_BUFFER_RENAMES``)."""
+        renames = list(self._BUFFER_RENAMES)
+        for name, info in self._functionals.items():
+            if info.expand_dim is None:
+                renames.append((f"{name}.", f"{name}_params."))
+                if info.target_module is not None:
+                    renames.append((f"_target_{name}.", f"target_{name}_params."))
+        return renames
+
+    @staticmethod
+    def _rename(name: str, renames, reverse: bool = False) -> str:
+        for ours, theirs in renames:
+            src, dst = (theirs, ours) if reverse else (ours, theirs)
+            if name == src or (src.endswith(".") and name.startswith(src)):
+                return dst + name[len(src):]
+        return name
+
+    def _named(self, items, prefix: str):
+        renames = self._state_renames()
+        cut = len(prefix) + 1 if prefix else 0
+        for name, value in items:
+            yield (name[:cut] + self._rename(name[cut:], renames) if renames else name), value
+
     def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
-        """The trainable parameters (target networks excluded)."""
-        for name, p in super().named_parameters(prefix=prefix, recurse=recurse, remove_duplicate=remove_duplicate):
-            if not name[len(prefix):].lstrip(".").startswith("_target_"):
-                yield name, p
+        """The trainable parameters (the targets are buffers), under TorchRL's names
+        (``<network>_params.<path>``)."""
+        return self._named(super().named_parameters(prefix=prefix, recurse=recurse,
+                                                    remove_duplicate=remove_duplicate), prefix)
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """The buffers (coefficients, target parameters ``target_<network>_params.<path>``), under TorchRL's
+        names."""
+        return self._named(super().named_buffers(prefix=prefix, recurse=recurse,
+                                                 remove_duplicate=remove_duplicate), prefix)
+
+    @staticmethod
+    def _save_hook(module, state_dict, prefix, local_metadata) -> None:
+        renames = module._state_renames()
+        if renames:
+            items = list(state_dict.items())
+            state_dict.clear()
+            for key, value in items:
+                if key.startswith(prefix):
+                    key = prefix + module._rename(key[len(prefix):], renames)
+                state_dict[key] = value
+        est = module.__dict__.get("_value_estimator")
+        if est is not None:  # the estimator's coefficients (gamma, lmbda, ...), as TorchRL saves them
+            for name, buf in est._buffers.items():
+                if buf is not None:
+                    state_dict[f"{prefix}_value_estimator.{name}"] = buf.detach()
+
+    @staticmethod
+    def _load_hook(module, state_dict, prefix, *args) -> None:
+        renames = module._state_renames()
+        for key in [k for k in state_dict if k.startswith(prefix)]:
+            ours = prefix + module._rename(key[len(prefix):], renames, reverse=True)
+            if ours != key:
+                state_dict[ours] = state_dict.pop(key)
+        est_prefix = f"{prefix}_value_estimator."
+        est = module.__dict__.get("_value_estimator")
+        for key in [k for k in state_dict if k.startswith(est_prefix)]:
+            value = state_dict.pop(key)
+            name = key[len(est_prefix):]
+            old = est._buffers.get(name) if est is not None else None
+            if old is not None:  # a coefficient of the current estimator (others are ignored)
+                est.register_buffer(name, value.detach().clone().to(old.device))
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         """The trainable parameters (target networks excluded)."""
@@ -543,5 +615,16 @@ class LossModule(TensorDictModuleBase):
 
 def _deepcopy(module: nn.Module) -> nn.Module:
     return copy.deepcopy(module)
+
+
+def _frozen_copy(module: nn.Module) -> nn.Module:
+    """A copy of ``module`` whose parameters are buffers (target networks: not trained, saved as buffers)."""
+    target = copy.deepcopy(module)
+    for m in target.modules():
+        for name, p in list(m._parameters.items()):
+            if p is not None:
+                del m._parameters[name]
+                m.register_buffer(name, p.detach().requires_grad_(False))
+    return target
 
 

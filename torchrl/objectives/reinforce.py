@@ -87,7 +87,7 @@ class ReinforceLoss(ActorCriticBase):
         self._setup_networks(actor_network, critic_network, separate_losses=separate_losses,
                              delay_value=delay_value, critic_required=True)
         self.entropy_bonus = False
-        self._setup_critic(1.0, loss_critic_type, clip_value, reduction)
+        self._setup_critic(1.0, loss_critic_type, clip_value, reduction, coeff_buffer=False)
         if legacy:
             self.set_keys(**legacy)
         self._keys_changed()

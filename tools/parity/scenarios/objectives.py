@@ -599,15 +599,39 @@ def scenario_hard_update():
     return out
 
 
+def _state_names(loss):
+    # parameter names (optimizer groups) and state-dict keys (checkpoints); named_buffers is left out: TorchRL's
+    # SAC saves _target_entropy without listing it among its buffers
+    return [sorted(n for n, _ in loss.named_parameters()), sorted(loss.state_dict())]
+
+
 def scenario_loss_parameter_names():
-    out = {}
-    for name, make in (("dqn", lambda: DQNLoss(_qnet(), action_space="one-hot")),
-                       ("ddpg", lambda: DDPGLoss(_det_actor(), _qvalue())),
-                       ("ppo", lambda: ClipPPOLoss(_normal_actor(), _critic()))):
-        loss = make()
-        out[name] = [sorted(n for n, _ in loss.named_parameters()), sorted(n for n, _ in loss.named_buffers()),
-                     sorted(loss.state_dict())]
-    return out
+    makers = {
+        "dqn": lambda: DQNLoss(_qnet(), action_space="one-hot"),
+        "ddpg": lambda: DDPGLoss(_det_actor(), _qvalue()),
+        "td3": lambda: TD3Loss(_det_actor(_bounded()), _twin_q(), action_spec=_bounded()),
+        "td3bc": lambda: TD3BCLoss(_det_actor(_bounded()), _twin_q(), action_spec=_bounded()),
+        "ppo": lambda: ClipPPOLoss(_normal_actor(), _critic()),
+        "klpen": lambda: KLPENPPOLoss(_normal_actor(), _critic()),
+        "a2c": lambda: A2CLoss(_normal_actor(), _critic()),
+        "reinforce": lambda: ReinforceLoss(_normal_actor(), _critic()),
+        "sac": lambda: SACLoss(_sac_actor(), _twin_q(), action_spec=_bounded()),
+        "sac_v1": lambda: SACLoss(_sac_actor(), _twin_q(), _v_net(), action_spec=_bounded()),
+        "discrete_sac": lambda: DiscreteSACLoss(_discrete_actor(), _discrete_q(), action_space="one-hot",
+                                                num_actions=NA),
+    }
+    return {name: _state_names(make()) for name, make in makers.items()}
+
+
+def scenario_loss_state_dict_round_trip():
+    loss = DDPGLoss(_det_actor(), _qvalue())
+    other = DDPGLoss(_det_actor(), _qvalue(0.5))
+    other.load_state_dict(loss.state_dict())
+    return [other(_batch(_cont_action())), sorted(other.state_dict())]
+
+
+def scenario_distributional_dqn_parameter_names():
+    return _state_names(DistributionalDQNLoss(_dist_actor(), gamma=0.9))
 
 
 def scenario_loss_without_target_update_warns():
