@@ -406,15 +406,15 @@ class DistributionalDQNLoss(LossModule):
     ):
         super().__init__()
         value_network = _as_td_module(value_network)
-        supports = [m.support for m in value_network.modules() if isinstance(getattr(m, "support", None), torch.Tensor)]
-        support = supports[0] if supports else None
-        if support is None:
+        owners = [m for m in value_network.modules() if isinstance(getattr(m, "support", None), torch.Tensor)]
+        if not owners:
             raise ValueError(
                 "DistributionalDQNLoss: the value network has no `support` tensor (the atoms of the value "
                 "distribution); use a DistributionalQValueActor or set `value_network.support`."
             )
-        self.register_buffer("support", support.detach().clone())
-        self.gamma = float(gamma)
+        # the atoms are read from the network (as TorchRL, the loss saves none of its own); gamma is a buffer
+        self.__dict__["_support_owner"] = owners[0]
+        self.register_buffer("gamma", torch.tensor(float(gamma)))
         self.delay_value = bool(delay_value)
         self.convert_to_functional(value_network, "value_network", create_target_params=self.delay_value)
         self.reduction = _check_reduction("DistributionalDQNLoss", reduction)
@@ -422,6 +422,11 @@ class DistributionalDQNLoss(LossModule):
         if priority_key is not None:
             warn_once("DistributionalDQNLoss: priority_key is deprecated; use loss.set_keys(priority=...).")
             self.set_keys(priority=priority_key)
+
+    @property
+    def support(self) -> torch.Tensor:
+        """The atoms of the value distribution (the value network's ``support``)."""
+        return self._support_owner.support
 
     def _estimator_networks(self) -> dict:
         return {"value_network": self.value_network}

@@ -526,3 +526,5 @@ class DistributionalQValueActor(QValueActor):
             )
         )
         SafeSequential.__init__(self, *modules)
+        # the atoms, also on the actor itself (TorchRL's state dict holds both)
+        self.register_buffer("support", modules[-1].support.clone())
