@@ -418,6 +418,15 @@ class TestDistributionalDQNContract(LossContract):
                 loss.make_value_estimator(value_type)
 
 
+def test_distributional_state_dict_as_torchrl():
+    loss = TestDistributionalDQNContract().make_loss()
+    keys = sorted(loss.state_dict())
+    assert "gamma" in keys and "support" not in keys  # gamma saved, the atoms read from the network
+    assert "value_network_params.support" in keys and "target_value_network_params.support" in keys
+    torch.testing.assert_close(loss.support, SUPPORT.to(loss.support.dtype))
+    assert float(loss.gamma) == pytest.approx(0.9)
+
+
 def test_distributional_needs_a_support():
     with pytest.raises(ValueError, match="has no `support` tensor"):
         DistributionalDQNLoss(TensorDictModule(_AtomNet(), ["observation"], ["action_value"]), gamma=0.9)
