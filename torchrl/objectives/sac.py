@@ -90,12 +90,13 @@ class SACLoss(TemperatureMixin):
         >>> from tensordict import TensorDict
         >>> from tensordict.nn import TensorDictModule
         >>> from torchrl.modules import MLP, NormalParamExtractor, ProbabilisticActor, TanhNormal, ValueOperator
+        >>> from torchrl.data import Bounded
         >>> from torchrl.objectives import SACLoss
         >>> net = TensorDictModule(torch.nn.Sequential(MLP(in_features=3, out_features=2, num_cells=[8]),
         ...     NormalParamExtractor()), ["observation"], ["loc", "scale"])
         >>> actor = ProbabilisticActor(net, ["loc", "scale"], distribution_class=TanhNormal)
         >>> qnet = ValueOperator(MLP(in_features=4, out_features=1, num_cells=[8]), ["observation", "action"])
-        >>> loss = SACLoss(actor, qnet)
+        >>> loss = SACLoss(actor, qnet, action_spec=Bounded(-1.0, 1.0, (1,)))
         >>> data = TensorDict({"observation": torch.randn(5, 3), "action": torch.rand(5, 1) * 2 - 1, "next": {
         ...     "observation": torch.randn(5, 3), "reward": torch.randn(5, 1),
         ...     "done": torch.zeros(5, 1, dtype=torch.bool)}}, [5])
