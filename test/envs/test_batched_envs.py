@@ -113,12 +113,24 @@ class TestSpecs:
             batched(2, PendulumEnv())
 
     def test_argument_checks(self, batched):
-        with pytest.raises(ValueError, match="num_workers must be a positive int, got 0"):
+        # TorchRL's types (IndexError, TypeError, RuntimeError); ours are ValueErrors too
+        with pytest.raises(IndexError, match="num_workers must be a positive int, got 0"):
             batched(0, PendulumEnv)
-        with pytest.raises(ValueError, match="list of 3 callables but num_workers=2"):
+        with pytest.raises(TypeError, match="num_workers must be a positive int, got 1.5"):
+            batched(1.5, PendulumEnv)
+        with pytest.raises(RuntimeError, match="list of 3 callables but num_workers=2"):
             batched(2, [PendulumEnv] * 3)
-        with pytest.raises(ValueError, match="list of 1 dicts but num_workers=2"):
+        with pytest.raises(RuntimeError, match="list of 1 dicts but num_workers=2"):
             batched(2, PendulumEnv, create_env_kwargs=[{}])
+        with pytest.raises(ValueError, match="num_workers must be a positive int, got -1"):
+            batched(-1, PendulumEnv)
+
+    def test_repr_and_spec_devices(self, batched):
+        env = batched(2, CountingEnv)
+        assert repr(env) == f"{type(env).__name__}(\n\tenv=CountingEnv(), \n\tbatch_size=torch.Size([2]))"
+        # as TorchRL: without a device, the spec parts are on the leaves' device (CPU), the env has none
+        assert env.device is None and env.full_observation_spec.device == torch.device("cpu")
+        assert env.full_state_spec.device == torch.device("cpu") and env.output_spec.device is None
         with pytest.raises(ValueError, match="mutually exclusive"):
             batched(2, PendulumEnv, memmap=True)
 

@@ -126,7 +126,9 @@ class TestSpecs:
         assert env.action_keys == ["action"] and env.action_key == "action"
         assert env.reward_keys == ["reward"] and env.reward_key == "reward"
         assert env.observation_keys == ["observation"]
-        assert env.done_keys == ["done", "terminated"] and env.done_key == "done"
+        assert env.done_keys == ["done", "terminated"]
+        with pytest.raises(KeyError, match=r"the env has 2 done keys \(\['done', 'terminated'\]\)"):
+            env.done_key  # as TorchRL: only an env with a single done key has a done_key
         assert env.reset_keys == ["_reset"]
         assert env.done_keys_groups == [["done", "terminated"]]
 
@@ -170,14 +172,26 @@ class TestSpecs:
         assert env.observation_keys == ["a", ("b", "c")]
 
     def test_specs_are_locked_after_init(self):
+        # as TorchRL: a locked env refuses in-place edits of its specs; the setters unlock, set and lock again
         env = CountingEnv()
         assert env.is_spec_locked
-        with pytest.raises(RuntimeError, match="cannot set observation_spec: the env's specs are locked"):
-            env.observation_spec = Composite(x=Unbounded((1,)))
+        with pytest.raises(RuntimeError, match="locked"):
+            env.observation_spec["x"] = Unbounded((1,))
         assert env.observation_keys == ["observation"]
-        env.set_spec_lock_(False)
         env.observation_spec = Composite(x=Unbounded((1,)))
-        assert env.observation_keys == ["x"]
+        assert env.observation_keys == ["x"] and env.is_spec_locked and env.output_spec.is_locked
+        env.set_spec_lock_(False)
+        env.observation_spec["y"] = Unbounded((1,))
+        assert env.observation_keys == ["x", "y"]
+
+    def test_batch_size_setter_checks_the_specs(self):
+        env = CountingEnv()
+        with pytest.raises(ValueError, match=r"key 'observation' has shape torch.Size\(\[1\]\), which does not start"):
+            env.batch_size = (2,)
+        assert env.batch_size == () and env.is_spec_locked
+
+    def test_repr(self):
+        assert repr(CountingEnv()) == "CountingEnv()"  # nn.Module's, as TorchRL
 
     def test_spec_must_lead_with_batch_size(self):
         env = Minimal(batch_size=[3], spec_locked=False)
@@ -331,8 +345,55 @@ class TestResetStep:
         assert out["next", "done"].tolist() == [[True], [False]]
         assert nxt["observation"].tolist() == [[0], [0]]
         assert nxt["done"].tolist() == [[False], [False]]
-        assert "next" not in nxt.keys() and "action" not in nxt.keys() and "reward" not in nxt.keys()
+        # as TorchRL: the action stays at the root (the policy overwrites it), rewards and "next" do not
+        assert "next" not in nxt.keys() and "reward" not in nxt.keys()
+        assert nxt["action"].tolist() == [[1], [0]]
         assert env.count.tolist() == [[0], [0]]
+
+    def test_step_mdp_takes_observations_and_dones_from_next(self):
+        # as TorchRL: state-only and undeclared entries of "next" stay behind, the root's inputs are kept
+        env = CountingEnv(batch_size=[2])
+        env.state_spec = Composite(hidden=Unbounded((2, 3)), shape=(2,))
+        td = env.reset()
+        td["hidden"] = torch.zeros(2, 3)
+        td["action"] = torch.ones(2, 1, dtype=torch.int8)
+        out = env.step(td)
+        out["next", "hidden"] = torch.ones(2, 3)
+        out["next", "undeclared"] = torch.ones(2, 1)
+        nxt = env.step_mdp(out)
+        assert set(nxt.keys()) == {"observation", "done", "terminated", "action", "hidden"}
+        assert nxt["hidden"].sum() == 0 and nxt["observation"].tolist() == [[1], [1]]
+        # a reward that is also a state (e.g. a running sum) is taken from "next"
+        env.set_spec_lock_(False)
+        env.full_reward_spec["total"] = Unbounded((2, 1))
+        env.full_state_spec["total"] = Unbounded((2, 1))
+        out["next", "total"] = torch.full((2, 1), 5.0)
+        out["total"] = torch.zeros(2, 1)
+        nxt = env.step_mdp(out)
+        assert nxt["total"].tolist() == [[5.0], [5.0]] and "reward" not in nxt.keys()
+
+    def test_maybe_reset_is_in_place(self):
+        env = CountingEnv(max_steps=0, batch_size=[2])
+        td = env.reset()
+        td["action"] = torch.tensor([[1], [0]], dtype=torch.int8)
+        nxt = env.step_mdp(env.step(td))
+        assert env.any_done(nxt)  # writes "_reset"
+        out = env.maybe_reset(nxt)
+        assert out is nxt and "_reset" not in nxt.keys()
+        assert nxt["observation"].tolist() == [[0], [0]] and not env.any_done(nxt)
+
+    def test_reset_fills_terminated_from_done(self):
+        class ResetDone(CountingEnv):
+            def _reset(self, td):
+                out = super()._reset(td)
+                out["done"] = torch.ones(1, dtype=torch.bool)
+                out.pop("terminated", None)
+                return out
+
+        with pytest.raises(RuntimeError, match="True right after reset"):
+            ResetDone().reset()
+        td = ResetDone(allow_done_after_reset=True).reset()
+        assert td["terminated"].tolist() == [True]  # as TorchRL: terminated copies the given done
 
     def test_step_and_maybe_reset_without_done_does_not_reset(self):
         env = CountingEnv(max_steps=10)
@@ -345,8 +406,9 @@ class TestResetStep:
         env = MultiKeyCountingEnv(batch_size=[4])
         td = env.rand_action(env.reset())
         assert env.full_action_spec.is_in(td.select(*env.action_keys))
-        td = env.rand_step()
+        td = env.rand_step()  # as TorchRL: from an empty TensorDict (no reset)
         assert "next" in td.keys() and td["next", "nested_1", "observation"].shape == (4, 3, 1)
+        assert set(td.keys()) == {"next", *[k if isinstance(k, str) else k[0] for k in env.action_keys]}
         actions = env.rand_action()
         assert set(actions.keys(True, True)) == set(env.action_keys)
 

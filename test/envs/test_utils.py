@@ -63,7 +63,10 @@ class TestStepMDP:
     def test_exclude_flags(self):
         td = _transition()
         assert "reward" in step_mdp(td, exclude_reward=False).keys()
-        assert set(step_mdp(td, exclude_done=True).keys()) == {"obs", "hidden"}
+        # as TorchRL: exclude_done drops the done_keys named ("done"), not their terminated/truncated siblings
+        assert set(step_mdp(td, exclude_done=True).keys()) == {"obs", "hidden", "terminated", "truncated"}
+        kept = step_mdp(td, exclude_done=True, done_keys=["done", "terminated", "truncated"]).keys()
+        assert set(kept) == {"obs", "hidden"}
         assert step_mdp(td, exclude_action=False)["action"].tolist() == [1.0]
 
     def test_custom_keys(self):
@@ -104,11 +107,13 @@ class TestStepMDP:
             step_mdp(TensorDict(a=torch.zeros(1)))
 
     def test_env_step_mdp_agrees_with_the_function(self):
+        # as TorchRL, env.step_mdp keeps the action and takes from "next" only what the specs declare
         env = CountingEnv(batch_size=[2])
         td = env.rand_step(env.reset())
         td["hidden"] = torch.ones(2, 1)
-        a, b = env.step_mdp(td), step_mdp(td)
-        assert set(a.keys()) == set(b.keys())
+        td["next", "undeclared"] = torch.ones(2, 1)
+        a, b = env.step_mdp(td), step_mdp(td, exclude_action=False).exclude("undeclared")
+        assert set(a.keys()) == set(b.keys()) == {"observation", "done", "terminated", "action", "hidden"}
         assert all(torch.equal(a[k], b[k]) for k in a.keys())
 
 
@@ -199,7 +204,9 @@ class TestMakeCompositeFromTd:
         spec = make_composite_from_td(td)
         assert spec.shape == (3,)
         assert isinstance(spec["obs"], Unbounded) and spec["obs"].shape == (3, 4)
-        assert spec["idx"].shape == (3, 1) and spec["idx"].dtype == torch.long
+        assert spec["idx"].shape == (3,) and spec["idx"].dtype == torch.long  # only 0-dim leaves are unsqueezed
+        assert make_composite_from_td(TensorDict({"s": torch.tensor(1.0)}, []))["s"].shape == (1,)
+        assert make_composite_from_td(td, dynamic_shape=True)["obs"].shape == (3, -1)
         assert isinstance(spec["sub"], Composite) and spec["sub", "x"].dtype == torch.float64
         assert spec["sub"].shape == (3,)
 
@@ -238,7 +245,8 @@ class TestTerminatedOrTruncated:
         )
         assert terminated_or_truncated(td) is True
         assert td["agents", "_reset"].squeeze(-1).tolist() == [False, True]
-        assert "_reset" not in td.keys()
+        # as TorchRL: once any group is done, every group's mask is written
+        assert td["_reset"].squeeze(-1).tolist() == [False, False]
 
     def test_all_false_writes_nothing_unless_asked(self):
         td = TensorDict({"done": torch.zeros(2, 1, dtype=torch.bool)}, [2])
@@ -260,7 +268,7 @@ class TestTerminatedOrTruncated:
         td["nested_2", "truncated"][0, 1] = True
         assert terminated_or_truncated(td, full_done_spec=env.full_done_spec) is True
         assert td["nested_2", "_reset"].squeeze(-1).tolist() == [[False, True], [False, False]]
-        assert "_reset" not in td["nested_1"].keys()
+        assert not td["nested_1", "_reset"].any()  # written too, all False (as TorchRL)
 
 
 class TestExplorationType:

@@ -14,6 +14,10 @@ __all__ = ["check_env_specs"]
 _IGNORED_ROOTS = ("collector",)
 
 
+class _ShapeMismatch(AssertionError, RuntimeError):
+    """Data whose shape is not the spec's: TorchRL raises RuntimeError (stacking the rollout fails)."""
+
+
 def _leaves(td: TensorDictBase) -> dict[NestedKey, torch.Tensor]:
     return {
         k: v
@@ -72,7 +76,7 @@ def _compare(name: str, where: str, data: TensorDictBase, expected: TensorDictBa
         if not isinstance(spec_value, torch.Tensor) or not isinstance(got, torch.Tensor):
             continue
         if not _same_shape(got.shape, spec_value.shape, (dynamic or {}).get(key, frozenset())):
-            raise AssertionError(
+            raise _ShapeMismatch(
                 f"check_env_specs({name}): key {key!r}: spec shape {tuple(spec_value.shape)}, data shape "
                 f"{tuple(got.shape)} ({where})."
             )

@@ -7,11 +7,14 @@ An environment holds two Composites shaped like its batch:
 
 Everything else (``action_spec``, ``done_keys``, ``reset_keys``, ...) is a view derived from them. While the
 specs are locked (the default once ``__init__`` returns) the derived views are computed once and cached;
-unlocked, they are recomputed on every access so that in-place edits are always seen.
+unlocked, they are recomputed on every access so that in-place edits are always seen. As in TorchRL, locking
+forbids in-place edits of the spec Composites, not the setters (``env.action_spec = ...`` unlocks, sets and
+locks again, dropping the cached views).
 """
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import torch
 from tensordict.utils import NestedKey
@@ -22,6 +25,10 @@ from torchrl.envs._done import DoneStructure
 __all__ = ["EnvSpecsMixin"]
 
 _MISSING = object()
+
+
+class _NoKeyError(KeyError, IndexError):
+    """No key of the asked kind: TorchRL raises IndexError (the first of an empty list), ours says why."""
 _OUTPUT_PARTS = ("full_observation_spec", "full_reward_spec", "full_done_spec")
 _INPUT_PARTS = ("full_action_spec", "full_state_spec")
 
@@ -65,12 +72,18 @@ class EnvSpecsMixin:
     def _invalidate_spec_cache(self) -> None:
         self.__dict__["_spec_cache"] = {}
 
-    def _check_unlocked(self, what: str) -> None:
-        if self.__dict__.get("_specs_locked", False):
-            raise RuntimeError(
-                f"{type(self).__name__}: cannot set {what}: the env's specs are locked. Call "
-                f"env.set_spec_lock_(False) first, or build the env with spec_locked=False."
-            )
+    @contextmanager
+    def _editing_specs(self) -> Iterator[None]:
+        """Unlocks the specs for a setter and locks them again afterwards (cached views are dropped)."""
+        locked = self.__dict__.get("_specs_locked", False)
+        if locked:
+            self.set_spec_lock_(False)
+        try:
+            yield
+        finally:
+            self._invalidate_spec_cache()
+            if locked:
+                self.set_spec_lock_(True)
 
     # -- locking ---------------------------------------------------------------------------------
     @property
@@ -95,9 +108,9 @@ class EnvSpecsMixin:
 
     @output_spec.setter
     def output_spec(self, value: Composite) -> None:
-        self._check_unlocked("output_spec")
-        self.__dict__["_output_spec"] = self._conform(value, "output_spec")
-        self._invalidate_spec_cache()
+        value = self._conform(value, "output_spec")
+        with self._editing_specs():
+            self.__dict__["_output_spec"] = value
 
     @property
     def input_spec(self) -> Composite:
@@ -105,9 +118,9 @@ class EnvSpecsMixin:
 
     @input_spec.setter
     def input_spec(self, value: Composite) -> None:
-        self._check_unlocked("input_spec")
-        self.__dict__["_input_spec"] = self._conform(value, "input_spec")
-        self._invalidate_spec_cache()
+        value = self._conform(value, "input_spec")
+        with self._editing_specs():
+            self.__dict__["_input_spec"] = value
 
     @property
     def specs(self) -> Composite:
@@ -128,7 +141,6 @@ class EnvSpecsMixin:
         return spec
 
     def _set_part(self, root: str, part: str, value: TensorSpec, wrap_key: str | None) -> None:
-        self._check_unlocked(part[5:] if part.startswith("full_") else part)
         if not isinstance(value, Composite):
             if wrap_key is None:
                 raise TypeError(f"{type(self).__name__}: {part} must be a Composite, got {type(value).__name__}.")
@@ -139,8 +151,8 @@ class EnvSpecsMixin:
             # A Composite longer than the batch (e.g. shape (*batch, n_agents)) is re-rooted at the batch
             # shape; its entries keep their own, longer shapes.
             value = Composite(dict(value.items()), shape=self.batch_size, device=self.device)
-        self.__dict__[root][part] = value
-        self._invalidate_spec_cache()
+        with self._editing_specs():
+            self.__dict__[root][part] = value
 
     # -- full specs --------------------------------------------------------------------------------
     @property
@@ -228,7 +240,8 @@ class EnvSpecsMixin:
     @done_spec.setter
     def done_spec(self, value: TensorSpec) -> None:
         self.full_done_spec = value
-        self._complete_done_spec()
+        with self._editing_specs():
+            self._complete_done_spec()
 
     # -- unbatched views ------------------------------------------------------------------------------
     def _unbatched(self, spec: TensorSpec) -> TensorSpec:
@@ -319,7 +332,7 @@ class EnvSpecsMixin:
 
     def _single_key(self, keys: list[NestedKey], what: str) -> NestedKey:
         if len(keys) != 1:
-            raise KeyError(
+            raise (_NoKeyError if not keys else KeyError)(
                 f"{type(self).__name__}.{what}_key: the env has {len(keys)} {what} keys ({keys}); use "
                 f"env.{what}_keys instead."
             )
@@ -335,7 +348,8 @@ class EnvSpecsMixin:
 
     @property
     def done_key(self) -> NestedKey:
-        return self._single_key([k for k in self.done_keys if (k if isinstance(k, str) else k[-1]) == "done"], "done")
+        """The only done key (``KeyError`` when there are several, e.g. ``done`` and ``terminated``, as TorchRL)."""
+        return self._single_key(self.done_keys, "done")
 
     # -- defaults filled after the subclass's __init__ ------------------------------------------------------
     def _default_bool_spec(self, shape: torch.Size) -> Categorical:

@@ -62,17 +62,19 @@ def merge_structures(sub: TensorDict, extra: TensorDict | None = None) -> Tensor
     return new_td(entries, sub.batch_size, sub._device, convert_dicts=False)
 
 
-def fast_step_mdp(root: TensorDict, nxt: TensorDict, drop_next: frozenset, drop_root: frozenset) -> TensorDict:
-    """``step_mdp`` for plain TensorDicts whose excluded keys are all top-level strings.
+def fast_step_mdp(root: TensorDict, nxt: TensorDict, take: tuple, drop_root: frozenset) -> TensorDict:
+    """``EnvBase.step_mdp`` for plain TensorDicts whose spec keys are all top-level strings.
 
-    Entries of ``nxt`` (minus ``drop_next``) win; the root's other entries (minus ``drop_root`` and
+    The entries of ``nxt`` named in ``take`` win; the root's other entries (minus ``drop_root`` and
     ``"next"``) are carried over; nested TensorDicts get fresh structures so that later writes into one
     step's data never alter another step's.
     """
     root_entries = root._tensordict
+    next_entries = nxt._tensordict
     out = {}
-    for k, v in nxt._tensordict.items():
-        if k in drop_next:
+    for k in take:
+        v = next_entries.get(k)
+        if v is None:
             continue
         if type(v) is TensorDict:
             other = root_entries.get(k)

@@ -24,7 +24,7 @@ from torchrl._check_mode import _state as _check_mode_state
 from torchrl._td import any_true, fast_get, fast_set
 from torchrl.data.tensor_specs import Composite, MultiOneHot, OneHot
 from torchrl.envs._check_env import check_env_specs
-from torchrl.envs._step_mdp import fast_step_mdp, merge_missing, merge_structures, prune_emptied, structure_copy
+from torchrl.envs._step_mdp import fast_step_mdp, merge_missing, merge_structures, structure_copy
 from torchrl.envs._env_extras import EnvExtrasMixin
 from torchrl.envs._env_specs import EnvSpecsMixin
 from torchrl.envs._rollout import rollout as _rollout
@@ -150,15 +150,19 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
     @batch_size.setter
     def batch_size(self, value) -> None:
         value = torch.Size([value] if isinstance(value, int) else value)
-        self._check_unlocked("batch_size")
         d = self.__dict__
-        old_out, old_in = d["_output_spec"], d["_input_spec"]
-        d["_batch_size"] = value
-        self._init_specs()
-        for old, root in ((old_out, "_output_spec"), (old_in, "_input_spec")):
-            for part, sub in old.items():
-                if len(list(sub.keys())):
-                    d[root][part] = self._conform(Composite(dict(sub.items()), shape=value, device=self.device), part)
+        # the new parts first (ValueError, as TorchRL, when an entry does not start with the new batch size)
+        parts = {
+            (root, part): Composite(dict(sub.items()), shape=value, device=self.device)
+            for root in ("_output_spec", "_input_spec")
+            for part, sub in d[root].items()
+            if len(list(sub.keys()))
+        }
+        with self._editing_specs():
+            d["_batch_size"] = value
+            self._init_specs()
+            for (root, part), sub in parts.items():
+                d[root][part] = sub
 
     @property
     def device(self) -> torch.device | None:
@@ -464,10 +468,16 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
                 raise RuntimeError(f"{type(self).__name__}.reset: reset mask {group.reset_key!r} must be bool, got {mask.dtype}.")
 
     def _fill_reset_done(self, out: TensorDictBase) -> None:
+        """Missing done entries of a reset's output: ``terminated`` copies a given ``done`` (as TorchRL), the
+        others are all-False."""
         batch = out.batch_size
         n = len(self.batch_size)
         for group in self.done_structure.groups:
             zeros = None
+            if group.done is not None and group.terminated is not None and fast_get(out, group.terminated) is None:
+                done = fast_get(out, group.done)
+                if done is not None:
+                    fast_set(out, group.terminated, done.clone())
             for key in group.keys:
                 if fast_get(out, key) is None:
                     if zeros is None:
@@ -492,36 +502,44 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
 
     # -- transitions ------------------------------------------------------------------------------------
     def _step_mdp_plan(self) -> tuple:
-        """``(drop_from_next, drop_from_root, flat)``: key sets for :meth:`step_mdp`, computed once."""
+        """``(take_from_next, drop_from_root, flat)``: key sets for :meth:`step_mdp`, computed once.
+
+        ``flat`` (rewards and reset masks at the top level, the usual layout): ``take`` holds the top-level
+        names of the declared entries, whose sub-TensorDicts are taken whole from ``"next"``.
+        """
 
         def compute():
             def tup(k):
                 return k if isinstance(k, tuple) else (k,)
 
-            from_next = {tup(k) for k in self.reward_keys}
-            from_root = set(from_next)
-            from_root |= {tup(k) for k in self.action_keys}
-            from_root |= {tup(k) for k in self.done_keys}
-            from_root |= {tup(k) for k in self.reset_keys}
-            flat = all(len(k) == 1 for k in from_root)
-            if flat:
-                return frozenset(k[0] for k in from_next), frozenset(k[0] for k in from_root), True
-            return from_next, from_root, False
+            # As TorchRL: the outputs the next step reads are taken from "next" (observations, dones, and rewards
+            # that are also states, e.g. RewardSum's episode_reward with reward_spec=True); state-only entries
+            # (inputs, like the action) and plain rewards are not.
+            states = {tup(k) for k in self.state_keys}
+            rewards = [tup(k) for k in self.reward_keys]
+            take = [tup(k) for k in (*self.observation_keys, *self.done_keys)] + [k for k in rewards if k in states]
+            drop_root = {k for k in rewards if k not in states} | {tup(k) for k in self.reset_keys}
+            if all(len(k) == 1 for k in drop_root):
+                return tuple(dict.fromkeys(k[0] for k in take)), frozenset(k[0] for k in drop_root), True
+            return tuple(dict.fromkeys(take)), drop_root, False
 
         return self._cached("_step_mdp_plan", compute)
 
     def step_mdp(self, next_tensordict: TensorDictBase) -> TensorDictBase:
-        """The TensorDict for the next step: ``"next"`` moved to the root, rewards and actions dropped,
-        other root entries (policy outputs, recurrent states) carried over."""
+        """The TensorDict for the next step, as TorchRL's: the observation and done entries the specs declare
+        (and rewards that are also states) are taken from ``"next"``; its other top-level entries (rewards,
+        state-only or undeclared entries) stay behind; the root's other entries (the action, state inputs,
+        policy outputs) are carried over, rewards and ``"_reset"`` masks aside."""
         nxt = fast_get(next_tensordict, "next")
-        drop_next, drop_root, flat = self._step_mdp_plan()
+        take, drop_root, flat = self._step_mdp_plan()
         if flat and type(next_tensordict) is TensorDict and type(nxt) is TensorDict:
-            return fast_step_mdp(next_tensordict, nxt, drop_next, drop_root)
+            return fast_step_mdp(next_tensordict, nxt, take, drop_root)
         if flat:
-            drop_next = {(k,) for k in drop_next}
+            present = list(take)
             drop_root = {(k,) for k in drop_root}
-        out = structure_copy(nxt.exclude(*[k[0] if len(k) == 1 else k for k in drop_next]) if drop_next else nxt)
-        prune_emptied(out, drop_next)
+        else:
+            present = [k[0] if len(k) == 1 else k for k in take]
+        out = structure_copy(nxt.select(*present, strict=False))
         merge_missing(out, next_tensordict, drop_root, ())
         return out
 
@@ -530,9 +548,14 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         return self.done_structure.any_done(tensordict)
 
     def maybe_reset(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Resets the finished sub-environments of ``tensordict`` (a step_mdp'd TensorDict), if any."""
+        """Resets the finished sub-environments of ``tensordict`` (a step_mdp'd TensorDict), if any, in place
+        (as TorchRL): the reset data is written into ``tensordict``, which is returned."""
         if self.any_done(tensordict):
-            return self.reset(tensordict)
+            reset = self.reset(tensordict)
+            if reset is not tensordict:
+                tensordict.update(reset)
+                for key in self.reset_keys:
+                    tensordict.pop(key, None)
         return tensordict
 
     def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
@@ -587,9 +610,10 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         return None if any(-1 in leaf.shape for _, leaf in leaves) else leaves
 
     def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
-        """A step with a random action; resets first when no tensordict is given."""
+        """A step with a random action (from an empty TensorDict when none is given, as TorchRL)."""
         if tensordict is None:
-            tensordict = self.reset()
+            tensordict = self.full_action_spec.rand()
+            return self.step(tensordict)
         return self.step(self.rand_action(tensordict))
 
     def fake_tensordict(self) -> TensorDictBase:
@@ -732,4 +756,4 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         check_env_specs(self, *args, **kwargs)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(batch_size={self.batch_size}, device={self.device})"
+        return nn.Module.__repr__(self)  # as TorchRL: the class name and submodules, e.g. "MyEnv()"

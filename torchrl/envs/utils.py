@@ -47,6 +47,10 @@ def _with_done_siblings(keys: list[NestedKey]) -> list[NestedKey]:
     return out
 
 
+class _NoNextError(KeyError, AttributeError):
+    """No ``"next"`` entry: TorchRL raises AttributeError (it reads from ``None``), the natural type is KeyError."""
+
+
 def step_mdp(
     tensordict: TensorDictBase,
     next_tensordict: TensorDictBase = None,
@@ -61,9 +65,9 @@ def step_mdp(
     """Moves one step forward in time: the content of ``tensordict["next"]`` becomes the root.
 
     Entries of ``"next"`` replace the root's entries of the same name. Rewards are dropped
-    (``exclude_reward``), done signals kept unless ``exclude_done`` (``terminated``/``truncated``
-    siblings of each done key go with it), actions dropped (``exclude_action``), and the root's other
-    entries (policy outputs, recurrent states, ...) carried over when ``keep_other``.
+    (``exclude_reward``), the ``done_keys`` entries kept unless ``exclude_done`` (as TorchRL, only the keys
+    named: ``terminated``/``truncated`` stay unless listed), actions dropped (``exclude_action``), and the
+    root's other entries (policy outputs, recurrent states, ...) carried over when ``keep_other``.
 
     Args:
         tensordict: a TensorDict with a ``"next"`` entry, as returned by ``env.step``.
@@ -83,18 +87,19 @@ def step_mdp(
     """
     nxt = tensordict.get("next", None)
     if nxt is None:
-        raise KeyError(
+        raise _NoNextError(
             f"step_mdp: the tensordict has no 'next' entry (keys: {list(tensordict.keys())}); "
             f"call env.step(tensordict) first."
         )
     reward_list = _as_key_list(reward_keys)
-    done_list = _with_done_siblings(_as_key_list(done_keys))
+    named_done = _as_key_list(done_keys)
+    done_list = _with_done_siblings(named_done)
     action_list = _as_key_list(action_keys)
     dropped_from_next = set()
     if exclude_reward:
         dropped_from_next |= {as_tuple(k) for k in reward_list}
     if exclude_done:
-        dropped_from_next |= {as_tuple(k) for k in done_list}
+        dropped_from_next |= {as_tuple(k) for k in named_done}
     out = structure_copy(nxt.exclude(*[from_tuple(k) for k in dropped_from_next]) if dropped_from_next else nxt)
     prune_emptied(out, dropped_from_next)
     if keep_other:
@@ -123,9 +128,9 @@ def terminated_or_truncated(
     """Aggregates done/terminated/truncated per group into ``key`` (e.g. ``"_reset"``); returns any().
 
     Groups are the parents of the done leaves (given by ``full_done_spec``, or the default three names
-    searched at every level of ``data``). For each group the aggregate is written at
-    ``parent + (key,)`` when it has a True entry (always when ``write_full_false``); an existing entry at
-    that place is left as is. With ``key=None`` nothing is written.
+    searched at every level of ``data``). As TorchRL, every group's aggregate is written at
+    ``parent + (key,)`` once any group has a True entry (and always when ``write_full_false``); an existing
+    entry at that place is left as is. With ``key=None`` nothing is written.
 
     Examples:
         >>> import torch
@@ -143,6 +148,7 @@ def terminated_or_truncated(
     for k in keys:
         groups.setdefault(as_tuple(k)[:-1], []).append(k)
     found = False
+    masks = []
     for prefix, members in groups.items():
         mask = None
         for member in members:
@@ -151,9 +157,10 @@ def terminated_or_truncated(
                 mask = value if mask is None else mask | value
         if mask is None:
             continue
-        any_true = bool(mask.any())
-        found = found or any_true
-        if key is not None and (any_true or write_full_false):
+        found = found or bool(mask.any())
+        masks.append((prefix, mask))
+    if key is not None and (found or write_full_false):
+        for prefix, mask in masks:
             out_key = from_tuple(prefix + (key,))
             if data.get(out_key, None) is None:
                 data.set(out_key, mask)
@@ -167,8 +174,10 @@ def make_composite_from_td(data: TensorDictBase, *, unsqueeze_null_shapes: bool 
         data: the TensorDict to describe.
 
     Keyword Args:
-        unsqueeze_null_shapes: give scalar leaves (shape equal to the batch shape) a trailing dim of 1.
-        dynamic_shape: mark dims that differ across a lazy stack as ``-1`` (only meaningful for lazy stacks).
+        unsqueeze_null_shapes: give 0-dim leaves (shape ``()``) the shape ``(1,)`` (as TorchRL: a leaf whose
+            shape is a non-empty batch shape is kept as it is).
+        dynamic_shape: make the last dim of the leaves dynamic (``-1``), as TorchRL (leaves without dims past
+            the batch dims are kept as they are).
 
     Examples:
         >>> import torch
@@ -176,7 +185,7 @@ def make_composite_from_td(data: TensorDictBase, *, unsqueeze_null_shapes: bool 
         >>> from torchrl.envs.utils import make_composite_from_td
         >>> spec = make_composite_from_td(TensorDict({"obs": torch.zeros(3, 4), "sub": {"x": torch.zeros(3)}}, [3]))
         >>> spec["obs"].shape, spec["sub", "x"].shape
-        (torch.Size([3, 4]), torch.Size([3, 1]))
+        (torch.Size([3, 4]), torch.Size([3]))
     """
     entries = {}
     for key, value in data.items():
@@ -186,8 +195,10 @@ def make_composite_from_td(data: TensorDictBase, *, unsqueeze_null_shapes: bool 
             entries[key] = make_composite_from_td(value, unsqueeze_null_shapes=unsqueeze_null_shapes, dynamic_shape=dynamic_shape)
         else:
             shape = value.shape
-            if unsqueeze_null_shapes and shape == data.batch_size:
-                shape = (*shape, 1)
+            if unsqueeze_null_shapes and not len(shape):
+                shape = (1,)
+            elif dynamic_shape and len(shape) > data.batch_dims:
+                shape = (*shape[:-1], -1)  # as TorchRL: the last dim is dynamic
             entries[key] = Unbounded(shape=shape, dtype=value.dtype, device=value.device)
     return Composite(entries, shape=data.batch_size, device=data.device)
 

@@ -329,7 +329,7 @@ class TensorSpec:
         f = self._feature_ndim
         bnd = self._batch_ndim()
         if new.numel() != self.shape.numel() or (f and new[len(new) - f :] != self.shape[bnd:]):
-            raise ValueError(f"{type(self).__name__}.reshape: cannot reshape {self.shape} into {new}.")
+            raise _ValueRuntimeError(f"{type(self).__name__}.reshape: cannot reshape {self.shape} into {new}.")
         nb = new[: len(new) - f]
         return self._with_batch(nb, lambda v: v.reshape(torch.Size((*nb, *v.shape[bnd:]))))
 

@@ -52,6 +52,10 @@ class _NamesError(IndexError, RuntimeError):
     """A wrong number of dim names: TorchRL raises IndexError, or RuntimeError once names are set."""
 
 
+class _EraseDeviceError(RuntimeError, TypeError):
+    """``spec.device = None``: TorchRL raises TypeError; ours says how to erase the device."""
+
+
 class _ArgumentsError(TypeError, RuntimeError):
     """Too many positional arguments: TorchRL raises RuntimeError, the natural type is TypeError."""
 
@@ -199,7 +203,7 @@ class Composite(TensorSpec):
     def device(self, device: DEVICE_TYPING) -> None:
         device = _device(device)
         if device is None:
-            raise RuntimeError("To erase the device of a Composite, call clear_device_().")
+            raise _EraseDeviceError("To erase the device of a Composite, call clear_device_().")
         for key, spec in self.items(True, True):
             if spec is not None and spec.device is not None and spec.device != device:
                 raise RuntimeError(

@@ -346,6 +346,8 @@ class MultiOneHot(OneHot):
 
     def index(self, index: torch.Tensor, tensor_to_index: torch.Tensor) -> torch.Tensor:
         """Per segment, the entry of ``tensor_to_index`` that the one-hot ``index`` points to."""
+        if not isinstance(index, torch.Tensor) or not index.ndim:
+            raise TypeError(f"MultiOneHot.index expects a (multi) one-hot tensor index, got {index!r}.")
         picks = []
         for i, t in zip(index.split(self.nvec, -1), tensor_to_index.split(self.nvec, -1)):
             j = i.long().argmax(-1).expand(t.shape[:-1]).unsqueeze(-1)

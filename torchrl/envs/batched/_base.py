@@ -44,13 +44,27 @@ def _same_kwargs(a: dict, b: dict) -> bool:
         return False
 
 
+class _WorkersTypeError(ValueError, TypeError):
+    """``num_workers`` is not an int (TorchRL: TypeError)."""
+
+
+class _WorkersCountError(ValueError, IndexError):
+    """``num_workers`` below 1 (TorchRL: IndexError, from its first worker lookup)."""
+
+
+class _WorkersMismatchError(ValueError, RuntimeError):
+    """Per-worker arguments whose count is not ``num_workers`` (TorchRL: RuntimeError)."""
+
+
 def _normalize(num_workers: int, create_env_fn, create_env_kwargs, cls_name: str) -> tuple[list, list]:
-    if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 1:
-        raise ValueError(f"{cls_name}: num_workers must be a positive int, got {num_workers!r}.")
+    if not isinstance(num_workers, int) or isinstance(num_workers, bool):
+        raise _WorkersTypeError(f"{cls_name}: num_workers must be a positive int, got {num_workers!r}.")
+    if num_workers < 1:
+        raise _WorkersCountError(f"{cls_name}: num_workers must be a positive int, got {num_workers!r}.")
     if isinstance(create_env_fn, (list, tuple)):
         fns = list(create_env_fn)
         if len(fns) != num_workers:
-            raise ValueError(
+            raise _WorkersMismatchError(
                 f"{cls_name}: create_env_fn is a list of {len(fns)} callables but num_workers={num_workers}; pass one "
                 f"callable per worker, or a single callable."
             )
@@ -72,7 +86,7 @@ def _normalize(num_workers: int, create_env_fn, create_env_kwargs, cls_name: str
     else:
         kwargs = [dict(kw) for kw in create_env_kwargs]
         if len(kwargs) != num_workers:
-            raise ValueError(
+            raise _WorkersMismatchError(
                 f"{cls_name}: create_env_kwargs is a list of {len(kwargs)} dicts but num_workers={num_workers}."
             )
     return fns, kwargs
@@ -183,6 +197,14 @@ class BatchedEnvBase(EnvBase):
         specs = stack_specs([m.specs for m in metas], batch)
         if out_device is not None and specs.device != out_device:
             specs = specs.to(out_device)
+        elif out_device is None:
+            # as TorchRL: without a device, the batched spec parts take their leaves' device (CPU by default)
+            leaf_devices = {leaf.device for leaf in specs.values(True, True) if leaf is not None}
+            common = leaf_devices.pop() if len(leaf_devices) == 1 else (torch.device("cpu") if not leaf_devices else None)
+            if common is not None:
+                for root in ("output_spec", "input_spec"):
+                    for part in specs[root].values():
+                        part.device = common
         self.output_spec = specs["output_spec"]
         self.input_spec = specs["input_spec"]
         d = self.__dict__
@@ -442,10 +464,7 @@ class BatchedEnvBase(EnvBase):
 
     def __repr__(self) -> str:
         d = self.__dict__
-        return (
-            f"{type(self).__name__}(num_workers={d['num_workers']}, batch_size={self.batch_size}, device={self.device}, "
-            f"env={d['_worker_metas'][0].env_str.splitlines()[0]})"
-        )
+        return f"{type(self).__name__}(\n\tenv={d['_worker_metas'][0].env_str}, \n\tbatch_size={self.batch_size})"
 
     # -- executor contract ------------------------------------------------------------------------------------
     def _start_workers(self) -> None:
