@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torch import nn
 
@@ -553,3 +553,12 @@ class TestTrajsPerBatch:
             counting(frames_per_batch=3, trajs_per_batch=2, traj_format="cat", track_traj_ids=False)
         batch = counting(frames_per_batch=3, total_frames=3, trajs_per_batch=0).rollout()  # 0: disabled
         assert batch.batch_size == (3,)
+
+
+def test_policy_returning_another_tensordict_is_merged():
+    # as TorchRL: the policy's output joins the step's data
+    env = CountingEnv(max_steps=10)
+    collector = Collector(env, lambda td: TensorDict({"action": env.action_spec.one()}, []), frames_per_batch=3,
+                          total_frames=3)
+    batch = next(iter(collector))
+    assert batch["observation"].squeeze(-1).tolist() == [0, 1, 2] and batch["action"].all()

@@ -126,12 +126,29 @@ class TestPolicy:
 
 
 class TestCallback:
-    def test_called_after_every_step_with_env_and_data(self):
+    """As TorchRL: the callback gets the env and the data between steps, never after the last step."""
+
+    def test_breaking_rollout_passes_the_next_root(self):
         env = CountingEnv(max_steps=100, batch_size=[2])
         calls = []
-        env.rollout(3, CountingEnvCountPolicy(env.action_spec), callback=lambda e, td: calls.append((e, td["next", "observation"].clone())))
-        assert [c[0] for c in calls] == [env] * 3
-        assert [c[1].squeeze(-1).tolist() for c in calls] == [[1, 1], [2, 2], [3, 3]]
+        env.rollout(4, CountingEnvCountPolicy(env.action_spec),
+                    callback=lambda e, td: calls.append((e, "next" in td.keys(), td["observation"].clone())))
+        assert [c[0] for c in calls] == [env] * 3 and not any(c[1] for c in calls)
+        assert [c[2].squeeze(-1).tolist() for c in calls] == [[1, 1], [2, 2], [3, 3]]
+
+    def test_non_breaking_rollout_passes_the_step(self):
+        env = CountingEnv(max_steps=100)
+        calls = []
+        env.rollout(4, CountingEnvCountPolicy(env.action_spec), break_when_any_done=False,
+                    callback=lambda e, td: calls.append(td["next", "observation"].item()))
+        assert calls == [1, 2, 3]
+
+
+def test_policy_returning_another_tensordict_is_merged():
+    # as TorchRL: the policy's output joins the step's data (the root observation and done entries stay)
+    env = CountingEnv(max_steps=100)
+    r = env.rollout(3, lambda td: TensorDict({"action": env.action_spec.one()}, []))
+    assert r["observation"].squeeze(-1).tolist() == [0, 1, 2] and r["next", "observation"].squeeze(-1).tolist() == [1, 2, 3]
 
 
 class TestDoneHandling:
@@ -220,17 +237,25 @@ class TestInputOutput:
         assert second["observation"].squeeze(-1).tolist() == [2, 3]
 
     def test_no_auto_reset_needs_a_tensordict(self):
-        with pytest.raises(ValueError, match="auto_reset=False requires an initial `tensordict`"):
-            CountingEnv().rollout(2, auto_reset=False)
+        # TorchRL raises RuntimeError; ours is also a ValueError
+        for error in (ValueError, RuntimeError):
+            with pytest.raises(error, match="auto_reset=False requires an initial `tensordict`"):
+                CountingEnv().rollout(2, auto_reset=False)
+
+    def test_bad_arguments_raise_torchrl_types(self):
+        env = CountingEnv()
+        with pytest.raises(RuntimeError, match="max_steps must be >= 1, got 0"):
+            env.rollout(0)
+        with pytest.raises(TypeError, match="cannot both be True"):
+            env.rollout(2, break_when_any_done=True, break_when_all_done=True)
 
     def test_return_contiguous(self):
+        # as TorchRL: return_contiguous=False still gives a dense TensorDict when the steps stack
         env = CountingEnv(max_steps=100)
         policy = CountingEnvCountPolicy(env.action_spec)
-        lazy = env.rollout(3, policy, return_contiguous=False)
-        assert isinstance(lazy, LazyStackedTensorDict)
-        dense = env.rollout(3, policy)
-        assert type(dense) is TensorDict
-        assert lazy["next", "observation"].squeeze(-1).tolist() == [1, 2, 3]
+        for contiguous in (False, True, None):
+            out = env.rollout(3, policy, return_contiguous=contiguous)
+            assert type(out) is TensorDict and out["next", "observation"].squeeze(-1).tolist() == [1, 2, 3]
 
     def test_out_is_filled_and_returned(self):
         env = CountingEnv(max_steps=100, batch_size=[2])

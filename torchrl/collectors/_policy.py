@@ -121,6 +121,8 @@ def make_actor(
 def _generic_call(policy: Any) -> Callable[[TensorDictBase], TensorDictBase]:
     def call(td: TensorDictBase) -> TensorDictBase:
         out = policy(td)
-        return td if out is None else out
+        if out is None or out is td:
+            return td
+        return td.update(out)  # a policy returning another TensorDict: its output joins the step (TorchRL)
 
     return call

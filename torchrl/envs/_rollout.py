@@ -9,12 +9,20 @@ import gc
 from typing import Any, Callable, Iterable
 
 import torch
-from tensordict import LazyStackedTensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
 from torchrl._fast_call import direct_module_call
 from torchrl._td import any_true, fast_get, fast_set, stack_tds
 
 __all__ = ["rollout"]
+
+
+class _RolloutArgumentError(ValueError, RuntimeError):
+    """A bad ``rollout`` argument: a ``ValueError``, and TorchRL's ``RuntimeError``."""
+
+
+class _BreaksError(ValueError, TypeError):
+    """Both break options set: a ``ValueError``, and TorchRL's ``TypeError``."""
 
 
 def _policy_device(policy) -> torch.device | None:
@@ -28,7 +36,7 @@ def _policy_device(policy) -> torch.device | None:
 
 def _resolve_breaks(break_when_any_done: bool | None, break_when_all_done: bool | None) -> tuple[bool, bool]:
     if break_when_any_done and break_when_all_done:
-        raise ValueError("rollout: break_when_any_done and break_when_all_done cannot both be True.")
+        raise _BreaksError("rollout: break_when_any_done and break_when_all_done cannot both be True.")
     if break_when_any_done is None:
         break_when_any_done = not break_when_all_done
     return bool(break_when_any_done), bool(break_when_all_done)
@@ -106,7 +114,7 @@ def rollout(
 ) -> TensorDictBase:
     """See :meth:`torchrl.envs.EnvBase.rollout`."""
     if max_steps < 1:
-        raise ValueError(f"rollout: max_steps must be >= 1, got {max_steps}.")
+        raise _RolloutArgumentError(f"rollout: max_steps must be >= 1, got {max_steps}.")
     if policy is not None and actions is not None:
         raise ValueError("rollout: pass either a policy or actions, not both.")
     any_done, all_done = _resolve_breaks(break_when_any_done, break_when_all_done)
@@ -115,7 +123,7 @@ def rollout(
         td = env.reset(tensordict)
     else:
         if tensordict is None:
-            raise ValueError("rollout: auto_reset=False requires an initial `tensordict`.")
+            raise _RolloutArgumentError("rollout: auto_reset=False requires an initial `tensordict`.")
         td = env.maybe_reset(tensordict)
 
     columns = None
@@ -145,19 +153,17 @@ def rollout(
         env_device = env.device
 
         def act(data: TensorDictBase) -> TensorDictBase:
-            if policy_device is not None:
-                data = data.to(policy_device)
-            result = policy(data)
-            data = data if result is None else result
-            return data.to(env_device) if env_device is not None else data
+            moved = data.to(policy_device) if policy_device is not None else data
+            result = _merge(moved, policy(moved))
+            result = result.to(env_device) if env_device is not None else result
+            return result if moved is data else data.update(result)
 
     else:
         act = direct_module_call(policy)
         if act is None:
 
             def act(data: TensorDictBase) -> TensorDictBase:
-                result = policy(data)
-                return data if result is None else result
+                return _merge(data, policy(data))
 
     done_keys = _done_keys_for_break(env)
     steps: list[TensorDictBase] = []
@@ -173,9 +179,7 @@ def rollout(
         if set_truncated:
             _set_truncated(env, steps[-1])
         batch_dim = steps[0].batch_dims
-        if return_contiguous is False:
-            result = LazyStackedTensorDict.lazy_stack(steps, batch_dim)
-        elif out is not None:
+        if out is not None:  # (return_contiguous=False stacks densely too where it can, as TorchRL does)
             result = torch.stack(steps, batch_dim, out=out)
         else:
             result = stack_tds(steps, batch_dim)
@@ -186,6 +190,14 @@ def rollout(
     if storing_device is not None:
         result = result.to(storing_device)
     return result
+
+
+def _merge(data: TensorDictBase, result: TensorDictBase | None) -> TensorDictBase:
+    """What a policy call leaves for the step: its output merged into its input when it returned another
+    TensorDict (as TorchRL does: the root observations and done flags stay)."""
+    if result is None or result is data:
+        return data
+    return data.update(result)
 
 
 def _set_truncated(env, last: TensorDictBase) -> None:
@@ -208,8 +220,6 @@ def _loop(env, td, act, steps, max_steps, any_done, all_done, done_keys, callbac
         if any_done:
             td = env.step(td)
             steps.append(td)
-            if callback is not None:
-                callback(env, td)
             nxt = fast_get(td, "next")
             stop = False
             for key in done_keys:
@@ -221,10 +231,12 @@ def _loop(env, td, act, steps, max_steps, any_done, all_done, done_keys, callbac
                 break
             if i + 1 < max_steps:
                 td = env.step_mdp(td)
+                if callback is not None:  # as TorchRL: on the next step's root, not after the last step
+                    callback(env, td)
         else:
             td, next_td = env.step_and_maybe_reset(td)
             steps.append(td)
-            if callback is not None:
+            if callback is not None and i + 1 < max_steps:  # as TorchRL: the step's data, not the last step's
                 callback(env, td)
             if all_done:
                 done = td.get("next").get(done_keys[0]) if done_keys else None
