@@ -12,8 +12,18 @@ def merge_missing(dest: TensorDictBase, src: TensorDictBase, exclude: set[tuple[
     """Copies (by reference) entries of ``src`` absent from ``dest``, recursing into shared sub-tds.
 
     Keys are visited without reading values that are not needed, so heterogeneous lazy stacks (whose
-    leaves cannot be read as one tensor) pass through untouched.
+    leaves cannot be read as one tensor) pass through untouched; two lazy stacks along the same dim are
+    merged member by member.
     """
+    if (
+        isinstance(dest, LazyStackedTensorDict)
+        and isinstance(src, LazyStackedTensorDict)
+        and dest.stack_dim == src.stack_dim
+        and len(dest.tensordicts) == len(src.tensordicts)
+    ):
+        for d, s in zip(dest.tensordicts, src.tensordicts):
+            merge_missing(d, s, exclude, prefix)
+        return
     dest_keys = set(dest.keys())
     for key in src.keys():
         full = prefix + (key,)
