@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
-__all__ = ["any_true", "fast_get", "fast_set", "new_td", "shallow_dict", "stack_tds", "writable"]
+__all__ = ["any_true", "fast_get", "fast_set", "name_time_dim", "new_td", "shallow_dict", "stack_tds", "writable"]
 
 _TD = TensorDict
 _batch_of = attrgetter("_batch_size")  # TensorDict.batch_size's own storage, read without the property call
@@ -149,6 +149,14 @@ def _columns(dicts: list, template: list) -> list:
                 raise _Mismatch
             out.extend(_columns(list(map(_entries_of, column)), sub))
     return out
+
+
+def name_time_dim(td: TensorDictBase) -> TensorDictBase:
+    """Names ``td``'s last batch dim ``"time"``, the others unnamed (as TorchRL names rollouts and collector
+    batches); returns ``td``."""
+    if td.batch_dims:
+        td.names = [None] * (td.batch_dims - 1) + ["time"]
+    return td
 
 
 def stack_tds(tds: list[TensorDictBase], dim: int = 0) -> TensorDictBase:

@@ -562,3 +562,28 @@ def test_policy_returning_another_tensordict_is_merged():
                           total_frames=3)
     batch = next(iter(collector))
     assert batch["observation"].squeeze(-1).tolist() == [0, 1, 2] and batch["action"].all()
+
+
+# ------------------------------------------------------------------------------------------ the "time" name
+@pytest.mark.parametrize("batch_size", [[], [3]])
+def test_batches_name_their_time_dim(batch_size):
+    collector = Collector(CountingEnv(max_steps=2, batch_size=batch_size), None, frames_per_batch=6, total_frames=12)
+    batch = next(iter(collector))
+    assert batch.names == [None] * len(batch_size) + ["time"]
+    assert collector.rollout().names == batch.names
+    collector.shutdown()
+
+
+def test_split_and_padded_batches_keep_the_time_name_only_when_unsplit():
+    # as TorchRL: split rows are not named; rows that needed no split or padding keep "time"
+    collector = Collector(CountingEnv(max_steps=1, batch_size=[3]), CountingEnvCountPolicy(CountingEnv().action_spec),
+                          frames_per_batch=12, total_frames=12, split_trajs=True)
+    assert next(iter(collector)).names == [None, None]
+    collector.shutdown()
+    collector = Collector(CountingEnv(max_steps=100, batch_size=[3]), None, frames_per_batch=12, total_frames=12, split_trajs=True)
+    assert next(iter(collector)).names == [None, "time"]
+    collector.shutdown()
+    collector = Collector(CountingEnv(max_steps=1), CountingEnvCountPolicy(CountingEnv().action_spec), frames_per_batch=4,
+                          total_frames=-1, trajs_per_batch=2, traj_format="padded")
+    assert next(iter(collector)).names == [None, "time"]  # every trajectory has the same length
+    collector.shutdown()

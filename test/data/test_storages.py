@@ -399,3 +399,31 @@ def test_dropped_buffer_frees_its_storage_at_once(make, tmp_path):
         assert alive() is None
     finally:
         gc.enable()
+
+
+# ------------------------------------------------------------------------------- indexing the written rows
+@pytest.mark.parametrize("cls", [LazyTensorStorage, LazyMemmapStorage])
+def test_indexing_covers_the_written_rows_only(cls):
+    # as TorchRL: storage[:] is what was written, negative indices count from its end, and indices past it raise
+    rb = ReplayBuffer(storage=cls(10))
+    rb.extend(TensorDict({"a": torch.arange(4)}, [4]))
+    s = rb.storage
+    assert s[:]["a"].tolist() == [0, 1, 2, 3] and s.get(slice(None)).shape == (4,)
+    assert s[0:8].shape == (4,) and s[2:]["a"].tolist() == [2, 3] and s[::2]["a"].tolist() == [0, 2]
+    assert s[-1]["a"].item() == 3 and s[-4]["a"].item() == 0
+    assert s[torch.tensor([3, -1])]["a"].tolist() == [3, 3]
+    for bad in (4, -5, [0, 4], torch.tensor([4])):
+        with pytest.raises(IndexError):
+            s[bad]
+
+
+def test_full_storage_indexing_is_unchanged():
+    rb = ReplayBuffer(storage=LazyTensorStorage(4))
+    rb.extend(TensorDict({"a": torch.arange(6)}, [6]))
+    assert rb.storage[:]["a"].tolist() == [4, 5, 2, 3] and rb.storage[-1]["a"].item() == 3
+
+
+def test_two_dim_buffer_reads_the_written_rows():
+    rb = ReplayBuffer(storage=LazyTensorStorage(10, ndim=2))
+    rb.extend(TensorDict({"a": torch.arange(6).reshape(2, 3)}, [2, 3]))
+    assert rb[:]["a"].tolist() == [[0, 1, 2], [3, 4, 5]] and len(rb) == 6

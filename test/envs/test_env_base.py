@@ -261,15 +261,31 @@ class TestResetStep:
         assert not td["done"].any() and not td["terminated"].any()
         assert "next" not in td.keys() and "reward" not in td.keys()
 
-    def test_reset_keeps_other_entries_and_drops_next_and_masks(self):
+    def test_reset_updates_the_input_in_place(self):
+        # as TorchRL: reset(td) writes the outputs into td (masks removed, other entries kept) and returns it
         env = CountingEnv(batch_size=[2])
         td = env.rand_step(env.reset())
         td["hidden"] = torch.arange(2.0)
         td["_reset"] = torch.ones(2, 1, dtype=torch.bool)
         out = env.reset(td)
+        assert out is td
         assert out["hidden"].tolist() == [0.0, 1.0]
-        assert "next" not in out.keys() and "_reset" not in out.keys()
+        assert "next" in out.keys() and "_reset" not in out.keys()
         assert out["observation"].tolist() == [[0], [0]]
+
+    def test_partial_reset_keeps_unmasked_rows_and_zeroes_unwritten_entries(self):
+        # as TorchRL: the rows not reset keep the input's values; the reset rows of entries the reset does not
+        # write (here the action and a hidden state) are zeroed
+        env = CountingEnv(batch_size=[3])
+        td = env.reset()
+        td["observation"] = torch.tensor([[4], [5], [6]], dtype=td["observation"].dtype)
+        td["action"] = torch.ones(3, 1, dtype=torch.int8)
+        td["hidden"] = torch.full((3, 2), 7.0)
+        td["_reset"] = torch.tensor([[False], [True], [False]])
+        out = env.reset(td)
+        assert out["observation"].squeeze(-1).tolist() == [4, 0, 6]
+        assert out["action"].squeeze(-1).tolist() == [1, 0, 1]
+        assert out["hidden"].tolist() == [[7.0, 7.0], [0.0, 0.0], [7.0, 7.0]]
 
     def test_step_writes_next_in_place(self):
         env = CountingEnv(batch_size=[2])
@@ -345,9 +361,10 @@ class TestResetStep:
         assert out["next", "done"].tolist() == [[True], [False]]
         assert nxt["observation"].tolist() == [[0], [0]]
         assert nxt["done"].tolist() == [[False], [False]]
-        # as TorchRL: the action stays at the root (the policy overwrites it), rewards and "next" do not
+        # as TorchRL: the action stays at the root (the policy overwrites it), zeroed for the reset sub-env;
+        # rewards and "next" do not
         assert "next" not in nxt.keys() and "reward" not in nxt.keys()
-        assert nxt["action"].tolist() == [[1], [0]]
+        assert nxt["action"].tolist() == [[0], [0]]
         assert env.count.tolist() == [[0], [0]]
 
     def test_step_mdp_takes_observations_and_dones_from_next(self):
@@ -566,8 +583,12 @@ class TestPartialResets:
         env = MultiKeyCountingEnv(max_steps=100, batch_size=[2])
         td = env.reset()
         env.count_nested_2.fill_(5)
+        td["nested_2", "observation"] = torch.full_like(td["nested_2", "observation"], 5.0)
+        td["nested_1", "observation"] = torch.full_like(td["nested_1", "observation"], 3.0)
         td["nested_2", "_reset"] = torch.tensor([[True, False], [False, False]]).unsqueeze(-1)
         out = env.reset(td)
+        # the group without a mask is reset whole, the other keeps the input's values outside its mask
+        assert out["nested_1", "observation"].unique().tolist() == [0.0]
         assert out["nested_2", "observation"].squeeze(-1).tolist() == [[0.0, 5.0], [5.0, 5.0]]
 
 
@@ -722,7 +743,7 @@ class _NestedReset(EnvBase):
         pass
 
 
-def test_reset_merges_nested_outputs_without_touching_the_input():
+def test_reset_merges_nested_outputs_into_the_input():
     env = _NestedReset()
     z = torch.full((2,), 7.0)
     given = TensorDict(
@@ -730,22 +751,92 @@ def test_reset_merges_nested_outputs_without_touching_the_input():
          "_reset": torch.ones(1, dtype=torch.bool), "next": TensorDict({}, [])},
         [], device="cpu",
     )
+    other = given["other"]
     out = env.reset(given)
+    assert out is given  # as TorchRL: the input is updated in place
     assert out["sub", "y"].tolist() == [1.0, 1.0]  # the reset output wins
-    assert out["sub", "z"] is z and out["other"] is given["other"]  # the input's other entries, not copied
-    assert "_reset" not in out.keys() and "next" not in out.keys()
-    assert given["sub", "y"].tolist() == [0.0, 0.0] and set(given["sub"].keys()) == {"y", "z"}  # input unchanged
-    assert out["sub"] is not given["sub"]
+    assert out["sub", "z"] is z and out["other"] is other  # the input's other entries, not copied
+    assert "_reset" not in out.keys() and "next" in out.keys()
     assert out.device == given.device
 
 
-def test_reset_with_nested_reset_keys_leaves_the_input_unchanged():
-    # nested done groups: tensordict's own exclude/update route, on a fresh structure
+def test_reset_with_nested_reset_keys_updates_the_input():
+    # nested done groups: the masks are removed from the input, which takes the reset's outputs
     env = NestedCountingEnv(nest_done=True, nest_reward=True, nested_dim=2)
     td = env.rand_step(env.reset())
     nxt = env.step_mdp(td)
     data_before = set(nxt["data"].keys())
     nxt["data", "_reset"] = torch.ones_like(nxt["data", "done"])
     out = env.reset(nxt)
+    assert out is nxt
     assert ("data", "_reset") not in out.keys(True)
-    assert set(nxt["data"].keys()) == data_before | {"_reset"}  # the input keeps its own entries
+    assert set(out["data"].keys()) == data_before
+    assert not out["data", "done"].any()
+
+
+# ------------------------------------------------------------------------------------ key lists and groups
+class _Groups(EnvBase):
+    """Three agents in an ``"agents"`` group; root done entries when ``root_done``."""
+
+    def __init__(self, root_done=False):
+        super().__init__(batch_size=[2])
+        flag = lambda *s: Categorical(2, s, dtype=torch.bool)  # noqa: E731
+        self.observation_spec = Composite(agents=Composite(o=Unbounded((2, 3, 1)), shape=(2, 3)), g=Unbounded((2, 1)), shape=(2,))
+        self.action_spec = Composite(agents=Composite(a=Unbounded((2, 3, 1)), shape=(2, 3)), shape=(2,))
+        self.reward_spec = Composite(agents=Composite(reward=Unbounded((2, 3, 1)), shape=(2, 3)), shape=(2,))
+        done = Composite(agents=Composite(terminated=flag(2, 3, 1), done=flag(2, 3, 1), shape=(2, 3)), shape=(2,))
+        if root_done:
+            done["done"], done["terminated"] = flag(2, 1), flag(2, 1)
+        self.done_spec = done
+
+    def _reset(self, td):
+        agents = TensorDict({"o": torch.full((2, 3, 1), 100.0)}, [2, 3])
+        return TensorDict({"agents": agents, "g": torch.full((2, 1), 100.0)}, [2])
+
+    def _step(self, td):
+        raise AssertionError("not stepped")
+
+    def _set_seed(self, seed):
+        return seed
+
+
+def _group_input(env, masks):
+    td = env.reset()
+    td["agents", "o"] = torch.ones(2, 3, 1)
+    td["agents", "h"] = torch.ones(2, 3)
+    td["g"] = torch.ones(2, 1)
+    for key, mask in masks.items():
+        td[key] = mask
+    return td
+
+
+def test_key_lists_are_sorted_as_torchrl():
+    env = _Groups(root_done=True)
+    assert env.done_keys == ["done", "terminated", ("agents", "done"), ("agents", "terminated")]
+    assert env.reset_keys == ["_reset", ("agents", "_reset")]
+    assert env.done_keys_groups == [["done", "terminated"], [("agents", "terminated"), ("agents", "done")]]
+    assert env.observation_keys == ["g", ("agents", "o")]
+
+
+def test_group_mask_without_root_done_keeps_the_root_entries():
+    env = _Groups()
+    mask = torch.tensor([[True, False, False], [False, False, False]]).unsqueeze(-1)
+    out = env.reset(_group_input(env, {("agents", "_reset"): mask}))
+    assert out["agents", "o"].squeeze(-1).tolist() == [[100.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+    assert out["agents", "h"].tolist() == [[0.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+    assert out["g"].squeeze(-1).tolist() == [1.0, 1.0]
+
+
+def test_root_mask_covers_groups_without_their_own():
+    env = _Groups(root_done=True)
+    out = env.reset(_group_input(env, {"_reset": torch.tensor([[True], [False]])}))
+    assert out["agents", "o"].squeeze(-1).tolist() == [[100.0] * 3, [1.0] * 3]
+    assert out["g"].squeeze(-1).tolist() == [100.0, 1.0]
+
+
+def test_group_mask_applies_to_its_group_beside_the_root_mask():
+    env = _Groups(root_done=True)
+    agents = torch.tensor([[True, False, False], [False, False, True]]).unsqueeze(-1)
+    out = env.reset(_group_input(env, {"_reset": torch.tensor([[True], [False]]), ("agents", "_reset"): agents}))
+    assert out["agents", "o"].squeeze(-1).tolist() == [[100.0, 1.0, 1.0], [1.0, 1.0, 100.0]]
+    assert out["g"].squeeze(-1).tolist() == [100.0, 1.0]

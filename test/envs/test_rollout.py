@@ -366,3 +366,15 @@ class TestHeterogeneousShapes:
         assert all(isinstance(b, LazyStackedTensorDict) and b.batch_size == (5,) for b in batches)
         assert [b[i]["observation"].shape[0] for b in batches for i in range(5)] == [1, 2, 3, 1, 2, 3, 1, 2, 3, 1]
         assert batches[0]["collector", "traj_ids"].tolist() == [0, 0, 0, 1, 1]
+
+
+# ------------------------------------------------------------------------------------------ the "time" name
+@pytest.mark.parametrize("batch_size", [[], [2]])
+@pytest.mark.parametrize("kwargs", [{}, {"break_when_any_done": False}, {"return_contiguous": False}])
+def test_rollout_names_its_time_dim(batch_size, kwargs):
+    # as TorchRL: the rollout's last dim is named "time", the env's batch dims stay unnamed
+    data = CountingEnv(max_steps=10, batch_size=batch_size).rollout(3, **kwargs)
+    assert data.names == [None] * len(batch_size) + ["time"]
+    assert data["next"].names == data.names
+    if batch_size:
+        assert data[0].names == ["time"] and data[:, 0].names == [None]

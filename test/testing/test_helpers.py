@@ -150,6 +150,7 @@ class TestRandReset:
             td["action"] = torch.ones(8, 1, dtype=torch.int8)
             td = env.step_mdp(env.step(td))
         masks = rand_reset(env)
+        mask = masks["_reset"].clone()
         out = env.reset(masks)
-        expected = torch.where(masks["_reset"], 0, 3)
+        expected = torch.where(mask, 0, 3)
         assert out["observation"].tolist() == expected.tolist()

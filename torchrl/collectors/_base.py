@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator
 from tensordict import TensorDictBase
 from torch.utils.data import IterableDataset
 
+from torchrl._td import name_time_dim
 from torchrl.collectors._profile import ProfileConfig
 from torchrl.collectors.utils import split_trajectories
 from torchrl.collectors.weight_update import WeightUpdaterBase
@@ -134,8 +135,10 @@ class BaseCollector(IterableDataset):
         """split_trajs → postproc → post-collect hook → replay buffer (then ``None`` is delivered).
 
         ``split=False`` for batches that are already whole trajectories (``trajs_per_batch``)."""
-        if split and self.split_trajs:
-            batch = split_trajectories(batch, prefix="collector")
+        if split:
+            name_time_dim(batch)
+            if self.split_trajs:
+                batch = split_trajectories(batch, prefix="collector")
         if self.postproc is not None:
             batch = self.postproc(batch)
         if self._post_collect_hook is not None:

@@ -11,6 +11,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
+from torchrl._td import name_time_dim
 from torchrl._deprecation import rename_kwargs
 from torchrl._exploration import ExplorationType, set_exploration_type
 from torchrl.collectors._base import BaseCollector
@@ -362,7 +363,7 @@ class Collector(BaseCollector):
         device = self.storing_device
         if device is not None and batch.device != device:
             batch = batch.to(device)
-        return batch
+        return name_time_dim(batch)
 
     def _add_policy_outputs(self, batch: TensorDictBase) -> None:
         """Gives a random-phase batch the entries the policy writes besides the action, zero-filled, and the

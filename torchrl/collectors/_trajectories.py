@@ -80,6 +80,8 @@ class TrajectoryAssembler:
         longest = max(t.shape[0] for t in trajs)
         padded = [pad(t, [0, longest - t.shape[0]]) if t.shape[0] < longest else t for t in trajs]
         out = torch.stack(padded, 0)
+        if any(t.shape[0] < longest for t in trajs):
+            out.names = None  # (as TorchRL: padded rows lose the "time" name; equal-length ones keep it)
         lengths = torch.tensor([t.shape[0] for t in trajs], device=out.device)
         out.set(MASK, torch.arange(longest, device=out.device).expand(len(trajs), longest) < lengths.unsqueeze(-1))
         return out

@@ -156,4 +156,6 @@ def split_trajectories(
     mask = torch.zeros((n_traj, max_len), dtype=torch.bool, device=flat_ids.device)
     mask[traj_index, position] = True
     out.set(mask_key, mask)
+    if td.names[-1] == "time" and out.batch_size == td.batch_size:  # (as TorchRL: unsplit rows keep the name)
+        out.names = [None, "time"]
     return out

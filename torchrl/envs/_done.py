@@ -15,7 +15,7 @@ from tensordict.utils import NestedKey
 
 from torchrl._td import any_true, fast_get, fast_set
 
-__all__ = ["DoneStructure", "as_tuple", "from_tuple", "where_reset"]
+__all__ = ["DoneStructure", "as_tuple", "from_tuple", "sort_keys", "where_reset"]
 
 DONE_NAMES = ("done", "terminated", "truncated")
 _TD = TensorDict
@@ -30,6 +30,11 @@ def where_reset(mask: torch.Tensor, fresh: torch.Tensor, previous: torch.Tensor)
     if mask.numel() == 1 and fresh.shape == previous.shape and fresh.dtype == previous.dtype:
         return fresh if bool(mask) else previous
     return torch.where(mask, fresh, previous)
+
+
+def sort_keys(keys: Iterable[NestedKey]) -> list[NestedKey]:
+    """``keys`` in TorchRL's order for an env's key lists: shallow keys first, then by name."""
+    return sorted(keys, key=lambda k: (len(as_tuple(k)), as_tuple(k)))
 
 
 def as_tuple(key: NestedKey) -> tuple[str, ...]:
@@ -96,10 +101,13 @@ class DoneStructure:
             shapes.setdefault(tkey[:-1], leaf.shape)
             dtypes[from_tuple(tkey)] = leaf.dtype
         ndim = len(getattr(full_done_spec, "shape", ()))
-        self.groups = [_Group(prefix, names, shapes[prefix], ndim, dtypes) for prefix, names in groups.items()]
-        self.done_keys: list[NestedKey] = [k for g in self.groups for k in g.keys]
+        # As TorchRL: the key lists are sorted (shallow keys first, then by name); a group's own keys keep the
+        # spec's order in done_keys_groups.
+        order = sorted(groups, key=lambda p: (len(p), p))
+        self.groups = [_Group(prefix, dict(groups[prefix]), shapes[prefix], ndim, dtypes) for prefix in order]
+        self.done_keys: list[NestedKey] = sort_keys(k for g in self.groups for k in g.keys)
         self.reset_keys: list[NestedKey] = [g.reset_key for g in self.groups]
-        self.done_keys_groups: list[list[NestedKey]] = [g.keys for g in self.groups]
+        self.done_keys_groups: list[list[NestedKey]] = [list(groups[prefix].values()) for prefix in order]
         # complete() has nothing to do when all these top-level keys are present (``None``: some are nested)
         flat = [k for g in self.groups for k in g.keys]
         self._complete_keys = frozenset(flat) if all(type(k) is str for k in flat) else None

@@ -20,7 +20,7 @@ import torch
 from tensordict.utils import NestedKey
 
 from torchrl.data.tensor_specs import Categorical, Composite, TensorSpec, Unbounded
-from torchrl.envs._done import DoneStructure
+from torchrl.envs._done import DoneStructure, sort_keys
 
 __all__ = ["EnvSpecsMixin"]
 
@@ -34,7 +34,7 @@ _INPUT_PARTS = ("full_action_spec", "full_state_spec")
 
 
 def _leaf_keys(spec: Composite) -> list[NestedKey]:
-    return list(spec.keys(include_nested=True, leaves_only=True))
+    return sort_keys(spec.keys(include_nested=True, leaves_only=True))
 
 
 class EnvSpecsMixin:

@@ -12,7 +12,7 @@ import torch
 from tensordict import TensorDictBase
 
 from torchrl._fast_call import direct_module_call
-from torchrl._td import any_true, fast_get, fast_set, stack_tds
+from torchrl._td import any_true, fast_get, fast_set, name_time_dim, stack_tds
 
 __all__ = ["rollout"]
 
@@ -189,7 +189,7 @@ def rollout(
             gc.enable()
     if storing_device is not None:
         result = result.to(storing_device)
-    return result
+    return name_time_dim(result)
 
 
 def _merge(data: TensorDictBase, result: TensorDictBase | None) -> TensorDictBase:

@@ -22,9 +22,11 @@ from torch import nn
 
 from torchrl._check_mode import _state as _check_mode_state
 from torchrl._td import any_true, fast_get, fast_set
+from torchrl.envs._done import as_tuple
 from torchrl.data.tensor_specs import Composite, MultiOneHot, OneHot
 from torchrl.envs._check_env import check_env_specs
-from torchrl.envs._step_mdp import fast_step_mdp, merge_missing, merge_structures, structure_copy
+from torchrl.envs._partial_reset import blend_partial_reset
+from torchrl.envs._step_mdp import fast_step_mdp, merge_missing, structure_copy
 from torchrl.envs._env_extras import EnvExtrasMixin
 from torchrl.envs._env_specs import EnvSpecsMixin
 from torchrl.envs._rollout import rollout as _rollout
@@ -413,8 +415,10 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         """Resets the env (or, with ``"_reset"`` masks in ``tensordict``, the finished sub-environments).
 
         Returns:
-            A new TensorDict: ``tensordict``'s entries (minus reset masks and ``"next"``) updated with the
-            reset outputs, including ``done``/``terminated`` (False for the reset sub-environments).
+            The reset outputs, including ``done``/``terminated`` (False for the reset sub-environments). When
+            ``tensordict`` is given, it is updated in place with them (minus its reset masks) and returned, as
+            in TorchRL; with masks that select only some sub-environments, the others keep their values, and
+            the selected ones get zeros for entries the reset does not write.
 
         Raises:
             RuntimeError: a reset mask has the wrong shape, or the env is done right after a reset
@@ -432,25 +436,32 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
             self._check_not_done_after_reset(out, tensordict)
         if tensordict is None:
             return out
-        return self._merge_reset(tensordict, out)
+        return self._reset_into(tensordict, out)
 
-    def _merge_reset(self, tensordict: TensorDictBase, out: TensorDictBase) -> TensorDictBase:
-        """``tensordict`` minus ``"next"`` and the reset masks, updated with the reset outputs ``out``.
+    def _reset_into(self, tensordict: TensorDictBase, out: TensorDictBase) -> TensorDictBase:
+        """``tensordict`` updated in place with the reset outputs ``out`` (as TorchRL), minus its reset masks.
 
-        A new tree: sub-TensorDicts present in both are merged into fresh ones (the input is never
-        modified), the outputs' entries winning."""
-        drop = self._cached("_reset_drop", lambda: frozenset(("next", *self.reset_keys)))
-        if type(tensordict) is TensorDict and type(out) is TensorDict and all(type(k) is str for k in drop):
-            entries = {k: v for k, v in tensordict._tensordict.items() if k not in drop}
-            for k, v in out._tensordict.items():
-                previous = entries.get(k)
-                if type(v) is TensorDict and type(previous) is TensorDict and previous is not v:
-                    v = merge_structures(v, previous)
-                entries[k] = v
-            return TensorDict._new_unsafe(entries, batch_size=tensordict.batch_size, device=tensordict._device, nested=False)
-        result = structure_copy(tensordict).exclude("next", *self.reset_keys)
-        result.update(out)
-        return result
+        Where masks select only some sub-environments, the others keep ``tensordict``'s values and the selected
+        ones get zeros for the entries the reset did not write (see :mod:`torchrl.envs._partial_reset`)."""
+        masks, given = None, []
+        for group in self.done_structure.groups:
+            mask = fast_get(tensordict, group.reset_key)
+            if mask is not None:
+                prefix = as_tuple(group.reset_key)[:-1]
+                given.append(prefix)
+                if not bool(mask.all()):
+                    masks = masks or {}
+                    masks[prefix] = mask
+        if masks is not None:
+            root_group = self._cached("_root_done_group", lambda: any(len(as_tuple(k)) == 1 for k in self.reset_keys))
+            blend_partial_reset(tensordict, out, masks, given=set(given), root_group=root_group)
+        for key in self.reset_keys:
+            tensordict.pop(key, None)
+            if out is not tensordict:
+                out.pop(key, None)
+        if out is not tensordict:
+            tensordict.update(out)
+        return tensordict
 
     def _check_reset_masks(self, tensordict: TensorDictBase) -> None:
         batch = tensordict.batch_size

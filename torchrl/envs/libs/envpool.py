@@ -24,6 +24,7 @@ from torchrl import torchrl_logger
 from torchrl._optional import has_module
 from torchrl._td import fast_get, new_td
 from torchrl.data.tensor_specs import Categorical, Composite, TensorSpec, Unbounded
+from torchrl.envs._partial_reset import blend_partial_reset
 from torchrl.envs._wrapper import _EnvWrapper
 from torchrl.envs.libs._envpool_io import (
     PoolIO,
@@ -363,7 +364,11 @@ class MultiThreadedEnvWrapper(_EnvWrapper):
         next_input = self.step_mdp(tensordict)
         d = self.__dict__
         if d["_pending_any"]:
-            next_input.update(self._finish(self._restart(d["_terminated"] | d["_truncated"]), "reset"))
+            ended = d["_terminated"] | d["_truncated"]
+            out = self._finish(self._restart(ended), "reset")
+            if not ended.all():  # as EnvBase.reset: the restarted rows' other entries (the action...) are zeroed
+                blend_partial_reset(next_input, out, {(): torch.from_numpy(ended)})
+            next_input.update(out)
         return tensordict, next_input
 
     # -- seeding, info ----------------------------------------------------------------------------------

@@ -293,12 +293,35 @@ class TensorStorage(Storage):
     def get(self, index: int | Sequence[int] | slice) -> Any:
         if not self.initialized:
             raise RuntimeError(f"Cannot read from an empty {type(self).__name__}: write to it first.")
+        if self._rows < self._capacity_rows and (isinstance(index, slice) or (self.ndim == 1 and isinstance(index, int))):
+            index = self._written_index(index)
         layout = self._layout
         if layout is not None:
             return layout.gather(index)
         if is_tensor_collection(self._storage) or isinstance(self._storage, torch.Tensor):
             return self._storage[index]
         return tree_map(lambda x: x[index], self._storage)
+
+    def _written_index(self, index):
+        """An int or slice index taken over the written rows only (as TorchRL: ``storage[:]`` is the data
+        written so far, negative indices count from its end, and indices past it raise ``IndexError``)."""
+        n = self._rows
+        if isinstance(index, slice):
+            r = range(n)[index]
+            return slice(r.start, r.stop if r.stop >= 0 else None, r.step)
+        if isinstance(index, bool) or not -n <= index < n:
+            raise IndexError(f"index {index} is out of range for a {type(self).__name__} holding {n} elements.")
+        return index % n
+
+    def __getitem__(self, index):
+        if self.ndim == 1 and self.initialized and self._rows < self._capacity_rows and not isinstance(index, (int, slice, tuple)):
+            t = torch.as_tensor(index)
+            if t.dtype != torch.bool and t.numel():
+                n = self._rows
+                if int(t.min()) < -n or int(t.max()) >= n:
+                    raise IndexError(f"indices {t.tolist()} are out of range for a {type(self).__name__} holding {n} elements.")
+                index = torch.where(t < 0, t + n, t)
+        return self.get(index)
 
     def flatten(self):
         """A 1-dimensional ``TensorStorage`` viewing the written rows with the storage dims merged."""

@@ -1,0 +1,112 @@
+"""What ``EnvBase.reset(tensordict)`` returns when ``"_reset"`` masks select only some sub-environments.
+
+As in TorchRL, the rows a mask selects take the reset's outputs, and the entries the reset did not write are
+zeroed there; the other rows keep the input's values (zeros for outputs the input lacks). A group's mask (``("agents", "_reset")``) applies to
+that group's sub-TensorDict, the root mask to everything else; in an env without root done entries, the root
+entries outside the groups keep the input's values. A mask that selects every row is a full reset (the input's
+other entries are kept as they are). Lazily stacked groups (agents of different shapes) are blended member by
+member.
+"""
+from __future__ import annotations
+
+import torch
+from tensordict import LazyStackedTensorDict, TensorDictBase, is_tensor_collection
+
+from torchrl.envs._done import where_reset
+
+__all__ = ["blend_partial_reset"]
+
+
+def _as_batch_mask(mask: torch.Tensor, batch: torch.Size) -> torch.Tensor:
+    """``mask`` (the shape of a group's done entries) over the leading dims of a sub-TensorDict's ``batch``."""
+    n = len(batch)
+    if mask.ndim > n:  # e.g. (*batch, 1) for a TensorDict of batch `batch`
+        mask = mask.flatten(n).any(-1) if n else mask.any().reshape(())
+    return mask
+
+
+def _blend(previous: TensorDictBase, fresh: TensorDictBase, mask: torch.Tensor, skip: set, prefix: tuple, pad: bool = True) -> None:
+    """Writes into ``fresh``: ``previous``'s values outside ``mask``, zeros inside it for entries ``fresh`` lacks."""
+    if (
+        isinstance(previous, LazyStackedTensorDict)
+        and isinstance(fresh, LazyStackedTensorDict)
+        and previous.stack_dim == fresh.stack_dim
+        and len(previous.tensordicts) == len(fresh.tensordicts)
+    ):
+        dim = previous.stack_dim
+        for i, (old, new) in enumerate(zip(previous.tensordicts, fresh.tensordicts)):
+            _blend(old, new, mask.select(dim, i) if mask.ndim > dim else mask, skip, prefix, pad)
+        return
+    mask = _as_batch_mask(mask, previous.batch_size)
+    keys = list(dict.fromkeys((*fresh.keys(), *previous.keys())))
+    for key in keys:
+        path = prefix + (key,)
+        if path in skip or key == "_reset":
+            continue
+        old = previous.get(key, None)
+        new = fresh.get(key, None)
+        if old is None:  # an output the input lacks: zeros outside the mask (as TorchRL)
+            if new is not None and pad:
+                _keep_masked(fresh, key, new, mask)
+            continue
+        if is_tensor_collection(old):
+            if new is None:
+                new = old.empty()
+                fresh.set(key, new)
+            if is_tensor_collection(new):
+                _blend(old, new, mask, skip, path, pad)
+            continue
+        if new is None:
+            new = torch.zeros_like(old)
+        elif is_tensor_collection(new) or new.shape != old.shape:
+            continue
+        m = mask.reshape(mask.shape + (1,) * (old.ndim - mask.ndim)) if old.ndim >= mask.ndim else mask
+        fresh.set(key, where_reset(m.to(old.device), new, old.to(new.dtype)))
+
+
+def _keep_masked(fresh: TensorDictBase, key: str, new, mask: torch.Tensor) -> None:
+    """``fresh[key]`` zeroed outside ``mask``."""
+    if is_tensor_collection(new):
+        if isinstance(new, LazyStackedTensorDict):
+            dim = new.stack_dim
+            for i, member in enumerate(new.tensordicts):
+                m = _as_batch_mask(mask.select(dim, i) if mask.ndim > dim else mask, member.batch_size)
+                for k in list(member.keys()):
+                    _keep_masked(member, k, member.get(k), m)
+            return
+        m = _as_batch_mask(mask, new.batch_size)
+        for k in list(new.keys()):
+            _keep_masked(new, k, new.get(k), m)
+        return
+    m = mask.reshape(mask.shape + (1,) * (new.ndim - mask.ndim)) if new.ndim >= mask.ndim else mask
+    fresh.set(key, where_reset(m.to(new.device), new, torch.zeros((), dtype=new.dtype, device=new.device).expand_as(new)))
+
+
+def blend_partial_reset(
+    tensordict: TensorDictBase,
+    out: TensorDictBase,
+    masks: dict[tuple[str, ...], torch.Tensor],
+    *,
+    given: set | None = None,
+    root_group: bool = True,
+) -> None:
+    """Blends ``out`` (the reset's outputs) with ``tensordict`` (its input), in place in ``out``.
+
+    Args:
+        masks: group prefix → mask, for the masks that select only some rows.
+        given: the prefixes of every mask the input holds (default: those of ``masks``); a group without a
+            mask of its own follows its parent group's.
+        root_group: whether the env has root done entries; without them, the root entries outside the groups
+            keep the input's values.
+    """
+    given = set(masks) if given is None else set(given) | set(masks)
+    keep_root = not root_group and () not in given
+    if keep_root:
+        masks = {(): torch.zeros(tensordict.batch_size, dtype=torch.bool, device=tensordict.device), **masks}
+    for prefix, mask in masks.items():
+        previous = tensordict.get(prefix, None) if prefix else tensordict
+        fresh = out.get(prefix, None) if prefix else out
+        if previous is None or fresh is None or not is_tensor_collection(previous) or not is_tensor_collection(fresh):
+            continue
+        skip = {g for g in given if g != prefix and g[: len(prefix)] == prefix}
+        _blend(previous, fresh, mask, skip, prefix, pad=not (keep_root and prefix == ()))
