@@ -330,3 +330,32 @@ class TestRandomPolicy:
         data = env.rollout(20, RandomPolicy(env.action_spec))
         assert data.shape == (20,)
         assert ((data["action"] >= -2) & (data["action"] <= 2)).all()
+
+
+class _StateWriter(EnvBase):
+    def __init__(self, extra: bool = False):
+        super().__init__(batch_size=[])
+        self.observation_spec = Composite(o=Unbounded((1,)))
+        self.state_spec = Composite(s=Unbounded((1,)))
+        self.action_spec = Unbounded((1,))
+        self.reward_spec = Unbounded((1,))
+        self.extra = extra
+
+    def _reset(self, td):
+        return TensorDict(o=torch.zeros(1), s=torch.zeros(1))
+
+    def _step(self, td):
+        out = TensorDict(o=td["o"] + 1, s=td["s"] + 1, reward=torch.zeros(1), done=torch.zeros(1, dtype=torch.bool))
+        if self.extra:
+            out["u"] = torch.zeros(1)
+        return out
+
+    def _set_seed(self, seed):
+        return seed
+
+
+def test_check_env_specs_accepts_state_entries_under_next():
+    # as TorchRL: a step may write the env's state entries under "next"; other undeclared entries still fail
+    check_env_specs(_StateWriter())
+    with pytest.raises(AssertionError, match="'u'"):
+        check_env_specs(_StateWriter(extra=True))

@@ -151,6 +151,8 @@ class TestRandReset:
             td = env.step_mdp(env.step(td))
         masks = rand_reset(env)
         mask = masks["_reset"].clone()
-        out = env.reset(masks)
+        assert 0 < mask.sum() < 8
+        out = env.reset(td.update(masks))
         expected = torch.where(mask, 0, 3)
         assert out["observation"].tolist() == expected.tolist()
+        assert env.count.tolist() == expected.tolist()

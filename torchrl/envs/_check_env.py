@@ -58,12 +58,12 @@ def _same_shape(got: torch.Size, want: torch.Size, dynamic: frozenset[int]) -> b
 
 
 def _compare(name: str, where: str, data: TensorDictBase, expected: TensorDictBase, check_dtype: bool, *,
-             check_missing: bool = True, dynamic: dict | None = None) -> None:
+             check_missing: bool = True, dynamic: dict | None = None, allowed: frozenset = frozenset()) -> None:
     """Raises AssertionError at the first key/shape/dtype difference between ``data`` and ``expected`` (dims
-    listed in ``dynamic`` for a key may differ)."""
+    listed in ``dynamic`` for a key may differ; extra keys in ``allowed`` are accepted)."""
     real_leaves, fake_leaves = _leaves(data), _leaves(expected)
     missing = [k for k in fake_leaves if k not in real_leaves] if check_missing else []
-    extra = [k for k in real_leaves if k not in fake_leaves]
+    extra = [k for k in real_leaves if k not in fake_leaves and k not in allowed]
     if missing or extra:
         parts = []
         if extra:
@@ -90,6 +90,8 @@ def _check_once(env, *, return_contiguous, check_dtype: bool, tensordict, break_
     name = type(env).__name__
     fake = env.fake_tensordict()
     dynamic = _dynamic_dims(env)
+    # as TorchRL: a step may also write the env's state entries under "next"
+    allowed = frozenset(("next", k) if isinstance(k, str) else ("next", *k) for k in env.state_keys)
     # Step by hand first, so that a bad entry is reported by key before any stacking can fail on it.
     td = env.reset(tensordict) if tensordict is None else tensordict
     if tensordict is None:
@@ -97,7 +99,7 @@ def _check_once(env, *, return_contiguous, check_dtype: bool, tensordict, break_
                  dynamic=dynamic)
     for step in range(3):
         td = env.rand_step(td)
-        _compare(name, f"step {step}", td, fake, check_dtype, dynamic=dynamic)
+        _compare(name, f"step {step}", td, fake, check_dtype, dynamic=dynamic, allowed=allowed)
         td = env.step_mdp(td)
         if env.any_done(td):
             td = env.reset(td)
@@ -110,11 +112,11 @@ def _check_once(env, *, return_contiguous, check_dtype: bool, tensordict, break_
     )
     if isinstance(real, LazyStackedTensorDict):  # steps of different shapes (dynamic specs): one by one
         for t, step in enumerate(real.unbind(real.batch_dims - 1)):
-            _compare(name, f"rollout step {t}", step, fake, check_dtype, dynamic=dynamic)
+            _compare(name, f"rollout step {t}", step, fake, check_dtype, dynamic=dynamic, allowed=allowed)
             _check_values(env, step.unsqueeze(step.batch_dims), name, check_dtype)
         return
     fake = fake.unsqueeze(real.batch_dims - 1).expand(*real.shape)
-    _compare(name, "rollout", real, fake, check_dtype, dynamic=dynamic)
+    _compare(name, "rollout", real, fake, check_dtype, dynamic=dynamic, allowed=allowed)
     _check_values(env, real, name, check_dtype)
 
 

@@ -2,7 +2,10 @@
 import torch
 
 import parity
-from torchrl.envs import check_env_specs, GymEnv, PendulumEnv, SerialEnv, StepCounter, TransformedEnv
+from tensordict import TensorDict
+
+from torchrl.data import Composite, Unbounded
+from torchrl.envs import check_env_specs, EnvBase, GymEnv, PendulumEnv, SerialEnv, StepCounter, TransformedEnv
 
 BAD_TORQUES = {
     "above": torch.tensor([3.5]),
@@ -94,3 +97,37 @@ def scenario_gym_cartpole_index_out_of_range():
 def scenario_check_env_specs_passes():
     return [check_env_specs(PendulumEnv()), check_env_specs(TransformedEnv(PendulumEnv(), StepCounter(5))),
             check_env_specs(GymEnv("Pendulum-v1"))]
+
+
+class _StateWriter(EnvBase):
+    """Writes its state entry ``s`` under "next" when ``write_state`` (and an undeclared ``u`` when ``extra``)."""
+
+    def __init__(self, write_state, extra=False):
+        super().__init__(batch_size=[])
+        self.observation_spec = Composite(o=Unbounded((1,)))
+        self.state_spec = Composite(s=Unbounded((1,)))
+        self.action_spec = Unbounded((1,))
+        self.reward_spec = Unbounded((1,))
+        self.write_state, self.extra = write_state, extra
+
+    def _reset(self, td):
+        return TensorDict(o=torch.zeros(1), s=torch.zeros(1))
+
+    def _step(self, td):
+        out = TensorDict(o=td["o"] + 1, reward=torch.zeros(1), done=torch.zeros(1, dtype=torch.bool))
+        if self.write_state:
+            out["s"] = td["s"] + 1
+        if self.extra:
+            out["u"] = torch.zeros(1)
+        return out
+
+    def _set_seed(self, seed):
+        return seed
+
+
+def scenario_check_env_specs_state_entries_in_next():
+    out = []
+    for args in ((False,), (True,), (True, True)):
+        env = _StateWriter(*args)
+        out.append([parity.attempt(lambda e=env: check_env_specs(e)), parity.structure(env.rollout(3))])
+    return out
