@@ -269,3 +269,16 @@ def test_worker_profiling(closing, tmp_path):
     list(collector)
     assert "traceEvents" in json.loads((tmp_path / "w1.json").read_text())
     assert not (tmp_path / "w0.json").exists()
+
+
+# ------------------------------------------------------------------------------------------ per-worker devices
+@pytest.mark.parametrize("cls", [MultiSyncCollector, MultiAsyncCollector])
+def test_devices_may_be_listed_per_worker(cls):
+    # as TorchRL (and the README's MultiaSyncDataCollector(devices=[...]) example)
+    collector = cls([PendulumEnv] * 2, None, frames_per_batch=8, total_frames=16, device=["cpu", "cpu"],
+                    storing_device=["cpu", "cpu"])
+    batch = next(iter(collector))
+    assert batch.device == torch.device("cpu") and batch.numel() == 8
+    collector.shutdown()
+    with pytest.raises(RuntimeError, match="does not match the number of workers: 2"):
+        cls([PendulumEnv] * 2, None, frames_per_batch=8, total_frames=16, env_device=["cpu"])

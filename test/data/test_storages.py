@@ -122,13 +122,25 @@ class TestTensorStorages:
 
 
 class TestMemmap:
+    @pytest.mark.parametrize("data", ["td", "tensor", "tuple"])
+    def test_other_files_in_scratch_dir_are_left_alone(self, tmp_path, data):
+        # as TorchRL (the README's scratch_dir="/tmp/"): a folder holding other files is fine
+        (tmp_path / "notes.txt").write_text("keep me")
+        rb = ReplayBuffer(storage=LazyMemmapStorage(10, scratch_dir=tmp_path))
+        batch = {"td": transitions(3), "tensor": torch.ones(3, 2), "tuple": (torch.ones(3), torch.zeros(3, 2))}[data]
+        rb.extend(batch)
+        assert len(rb) == 3 and (tmp_path / "notes.txt").read_text() == "keep me"
+        again = ReplayBuffer(storage=LazyMemmapStorage(10, scratch_dir=tmp_path))
+        with pytest.raises(RuntimeError, match="already exists"):
+            again.extend(batch)
+
     def test_files_in_scratch_dir_and_exists_check(self, tmp_path):
         storage = LazyMemmapStorage(20, scratch_dir=tmp_path / "mm")
         storage.set(slice(0, 4), transitions(4))
         assert (tmp_path / "mm" / "obs.memmap").exists()
         assert storage.get(torch.tensor([2]))["obs"][0, 0].item() == 2.0
         again = LazyMemmapStorage(20, scratch_dir=tmp_path / "mm")
-        with pytest.raises(RuntimeError, match="already holds files. Pass existsok=True"):
+        with pytest.raises(RuntimeError, match="already exists"):  # as TorchRL: a file it would write exists
             again.set(slice(0, 4), transitions(4))
         ok = LazyMemmapStorage(20, scratch_dir=tmp_path / "mm", existsok=True)
         ok.set(slice(0, 2), transitions(2, start=10))

@@ -201,8 +201,12 @@ class MultiCollector(BaseCollector):
         self.replay_buffer = replay_buffer
         self.extend_buffer = extend_buffer
         self.update_at_each_batch = update_at_each_batch
-        self.storing_device = torch.device(storing_device if storing_device is not None else device) if (
-            storing_device is not None or device is not None) else None
+        # devices may be given per worker (lists of num_workers devices, as TorchRL)
+        devices = {name: self._per_worker_device(value, n) for name, value in (
+            ("device", device), ("env_device", env_device), ("policy_device", policy_device),
+            ("storing_device", storing_device))}
+        stores = [s if s is not None else d for s, d in zip(devices["storing_device"], devices["device"])]
+        self.storing_device = torch.device(stores[0]) if stores[0] is not None and len(set(map(str, stores))) == 1 else None
         self.track_policy_version = track_policy_version
         self._track = track_traj_ids
         if num_threads is not None:
@@ -214,7 +218,7 @@ class MultiCollector(BaseCollector):
         shared = self._share_policy_weights(policy)
         self._shared_weights = shared
         common = dict(
-            total_frames=-1, device=device, env_device=env_device, policy_device=policy_device,
+            total_frames=-1,
             max_frames_per_traj=max_frames_per_traj, reset_at_each_iter=reset_at_each_iter,
             exploration_type=exploration_type, reset_when_done=reset_when_done, set_truncated=set_truncated,
             use_buffers=use_buffers, trust_policy=trust_policy, compile_policy=compile_policy,
@@ -228,7 +232,8 @@ class MultiCollector(BaseCollector):
                 create_env_fn=fns[i], create_env_kwargs=per_kwargs[i],
                 policy=policy if factories[i] is None else None, policy_factory=factories[i], shared_weights=shared,
                 collector_class=collector_class or Collector,
-                collector_kwargs=dict(common, frames_per_batch=self._worker_frames[i], init_random_frames=init),
+                collector_kwargs=dict(common, frames_per_batch=self._worker_frames[i], init_random_frames=init,
+                                      **{name: values[i] for name, values in devices.items()}),
                 num_threads=num_sub_threads, prefix=prefix,
             )
             for i in range(n)
@@ -264,6 +269,14 @@ class MultiCollector(BaseCollector):
             if not (callable(fn) or isinstance(fn, EnvBase)):
                 raise TypeError(f"create_env_fn entries must be env factories (callables), got {type(fn).__name__}.")
         return fns
+
+    @staticmethod
+    def _per_worker_device(value, n: int) -> list:
+        if isinstance(value, (list, tuple)):
+            if len(value) != n:
+                raise RuntimeError(f"The length of the devices does not match the number of workers: {n}.")
+            return list(value)
+        return [value] * n
 
     @staticmethod
     def _per_worker(value, n: int, name: str, default):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 from tensordict import LazyStackedTensorDict, TensorDictBase, is_tensor_collection
 
+from torchrl._td import fast_get, fast_set
 from torchrl.envs._done import where_reset
 
 __all__ = ["blend_partial_reset"]
@@ -37,31 +38,34 @@ def _blend(previous: TensorDictBase, fresh: TensorDictBase, mask: torch.Tensor, 
         for i, (old, new) in enumerate(zip(previous.tensordicts, fresh.tensordicts)):
             _blend(old, new, mask.select(dim, i) if mask.ndim > dim else mask, skip, prefix, pad)
         return
-    mask = _as_batch_mask(mask, previous.batch_size)
-    keys = list(dict.fromkeys((*fresh.keys(), *previous.keys())))
-    for key in keys:
-        path = prefix + (key,)
-        if path in skip or key == "_reset":
+    mask = _as_batch_mask(mask, previous.batch_size).to(previous.device or mask.device)
+    views: dict[int, torch.Tensor] = {}  # the mask viewed for each leaf ndim
+
+    def view(ndim: int) -> torch.Tensor:
+        m = views.get(ndim)
+        if m is None:
+            m = views[ndim] = mask.reshape(mask.shape + (1,) * (ndim - mask.ndim)) if ndim >= mask.ndim else mask
+        return m
+
+    fresh_keys = set(fresh.keys())
+    for key, old in previous.items():
+        if key == "_reset" or (skip and prefix + (key,) in skip):
             continue
-        old = previous.get(key, None)
-        new = fresh.get(key, None)
-        if old is None:  # an output the input lacks: zeros outside the mask (as TorchRL)
-            if new is not None and pad:
-                _keep_masked(fresh, key, new, mask)
-            continue
+        new = fast_get(fresh, key)
         if is_tensor_collection(old):
             if new is None:
                 new = old.empty()
                 fresh.set(key, new)
             if is_tensor_collection(new):
-                _blend(old, new, mask, skip, path, pad)
+                _blend(old, new, mask, skip, prefix + (key,), pad)
             continue
-        if new is None:
-            new = torch.zeros_like(old)
-        elif is_tensor_collection(new) or new.shape != old.shape:
-            continue
-        m = mask.reshape(mask.shape + (1,) * (old.ndim - mask.ndim)) if old.ndim >= mask.ndim else mask
-        fresh.set(key, where_reset(m.to(old.device), new, old.to(new.dtype)))
+        if new is None:  # an input entry the reset does not write: zeroed where reset
+            fast_set(fresh, key, old.masked_fill(view(old.ndim), 0) if mask.numel() != 1 else (old.new_zeros(()).expand_as(old).clone() if bool(mask) else old))
+        elif not is_tensor_collection(new) and new.shape == old.shape:
+            fast_set(fresh, key, where_reset(view(old.ndim), new, old if old.dtype == new.dtype else old.to(new.dtype)))
+    if pad:
+        for key in fresh_keys.difference(previous.keys()):  # outputs the input lacks: zeros outside the mask
+            _keep_masked(fresh, key, fast_get(fresh, key), mask)
 
 
 def _keep_masked(fresh: TensorDictBase, key: str, new, mask: torch.Tensor) -> None:

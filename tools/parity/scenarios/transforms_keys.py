@@ -442,3 +442,11 @@ def scenario_action_mask_errors():
     return {"continuous": parity.attempt(lambda: TransformedEnv(CountEnv(), ActionMask()).reset()),
             "call": parity.attempt(lambda: ActionMask()(TensorDict(action=torch.tensor(1), action_mask=torch.ones(3, dtype=torch.bool)))),
             "bad_key": parity.attempt(lambda: ActionMask(action_key=["a"]))}
+
+
+def scenario_cat_tensors_mixed_float_dtypes():
+    # float32 and float64 entries concatenate (type promotion) into float64 data
+    t = CatTensors(["a", "b"], out_key="v", del_keys=False)
+    spec = t.transform_observation_spec(Composite(a=Bounded(-5, 5, (2,)), b=Unbounded((1,), dtype=torch.float64)))
+    data = t(TensorDict(a=torch.zeros(2), b=torch.zeros(1, dtype=torch.float64)))
+    return [spec["v"], data["v"].dtype]

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from torchrl.modules.models.mlp import MLP
-from torchrl.modules.models.utils import _kwargs_list, create_on_device, SquashDims
+from torchrl.modules.models.utils import _kwargs_list, create_on_device, SquashDims, Squeeze2dLayer, SqueezeLayer
 
 __all__ = ["ConvNet", "Conv2dNet", "Conv3dNet"]
 
@@ -120,6 +120,8 @@ class _ConvNetBase(nn.Sequential):
                 layers.append(create_on_device(norm_class, device, **nrm_kwargs[i]))
         if aggregator_class is not None:
             layers.append(create_on_device(aggregator_class, device, **agg_kwargs))
+        if squeeze_output:  # (as TorchRL: the last submodule squeezes the singleton spatial dims)
+            layers.append(Squeeze2dLayer() if self._spatial == 2 else SqueezeLayer(tuple(range(-self._spatial, 0))))
         super().__init__(*layers)
 
     def __getitem__(self, idx):
@@ -146,25 +148,7 @@ class _ConvNetBase(nn.Sequential):
             x = module(x)
         if len(batch) != 1:
             x = x.reshape(*batch, *x.shape[1:])
-        if self.squeeze_output:
-            x = self._squeeze_spatial(x)
         return x
-
-    def _squeeze_spatial(self, x: torch.Tensor) -> torch.Tensor:
-        """Removes the trailing (spatial) dims, which must be singletons (as TorchRL's ``squeeze_output``)."""
-        dims = tuple(range(-self._spatial, 0))
-        if x.ndim < self._spatial:
-            raise IndexError(
-                f"{type(self).__name__}: squeeze_output needs {self._spatial} trailing spatial dims to squeeze, the "
-                f"output has shape {tuple(x.shape)} (an aggregator already flattened them?)."
-            )
-        if any(x.shape[d] != 1 for d in dims):
-            raise RuntimeError(
-                f"Tried to squeeze an input over dims {dims} with shape {x.shape}: {type(self).__name__}'s "
-                "squeeze_output needs singleton spatial dims (use aggregator_class=None and kernels that reduce "
-                "the maps to 1, or squeeze_output=False)."
-            )
-        return x.squeeze(dims)
 
 
 class ConvNet(_ConvNetBase):

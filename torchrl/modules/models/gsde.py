@@ -35,6 +35,15 @@ class _gSDEBase(nn.Module):  # noqa: N801 - TorchRL's naming
     learn_sigma: bool
     transform: d.Transform | None
 
+    def _set_options(self, action_dim: int, state_dim: int, scale_min: float, scale_max: float,
+                     transform: d.Transform | None, learn_sigma: bool) -> None:
+        self.action_dim = action_dim
+        self.state_dim = state_dim
+        self.scale_min = scale_min
+        self.scale_max = scale_max
+        self.transform = transform
+        self.learn_sigma = learn_sigma
+
     @property
     def sigma(self) -> torch.Tensor:
         """The ``[action_dim, state_dim]`` standard deviations of the exploration matrix (at least ``scale_min``)."""
@@ -131,12 +140,7 @@ class gSDEModule(_gSDEBase):  # noqa: N801 - TorchRL's public name
         device: torch.device | str | int | None = None,
     ) -> None:
         super().__init__()
-        self.action_dim = action_dim
-        self.state_dim = state_dim
-        self.scale_min = scale_min
-        self.scale_max = scale_max
-        self.transform = transform
-        self.learn_sigma = learn_sigma
+        self._set_options(action_dim, state_dim, scale_min, scale_max, transform, learn_sigma)
         default = math.sqrt((1.0 - scale_min) / state_dim)
         if learn_sigma:
             if sigma_init is None:
@@ -184,12 +188,7 @@ class LazygSDEModule(LazyModuleMixin, _gSDEBase):  # noqa: N801 - TorchRL's publ
         device: torch.device | str | int | None = None,
     ) -> None:
         super().__init__()
-        self.action_dim = 0
-        self.state_dim = 0
-        self.scale_min = scale_min
-        self.scale_max = scale_max
-        self.transform = transform
-        self.learn_sigma = learn_sigma
+        self._set_options(0, 0, scale_min, scale_max, transform, learn_sigma)
         self._sigma_init_value = 1.0 if sigma_init is None else float(sigma_init)
         if learn_sigma:
             self.log_sigma = UninitializedParameter(device=device)

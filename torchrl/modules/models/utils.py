@@ -55,6 +55,7 @@ class SqueezeLayer(nn.Module):
     Raises:
         ValueError: if a dimension is not negative.
         RuntimeError: in ``forward``, if a dimension to squeeze does not have size 1.
+        IndexError: in ``forward``, if the input has fewer dimensions than the ones to squeeze.
 
     Examples:
         >>> import torch
@@ -70,11 +71,17 @@ class SqueezeLayer(nn.Module):
         self.dims = tuple(sorted(dims))
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 - TorchRL's argument name
+        if self.dims and input.ndim < -self.dims[0]:
+            raise IndexError(
+                f"Tried to squeeze an input over dims {self.dims} with shape {tuple(input.shape)}: it needs "
+                f"{-self.dims[0]} trailing dims to squeeze (an aggregator already flattened them?)."
+            )
         for dim in self.dims:
             if input.shape[dim] != 1:
                 raise RuntimeError(
-                    f"SqueezeLayer: dimension {dim} of the input has size {input.shape[dim]}, expected 1 "
-                    f"(input shape {tuple(input.shape)})."
+                    f"Tried to squeeze an input over dims {self.dims} with shape {tuple(input.shape)}: dimension "
+                    f"{dim} has size {input.shape[dim]}, not 1 (a network's squeeze_output needs singleton spatial "
+                    "dims: use aggregator_class=None and kernels that reduce the maps to 1, or squeeze_output=False)."
                 )
             input = input.squeeze(dim)
         return input

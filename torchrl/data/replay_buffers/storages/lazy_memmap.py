@@ -83,28 +83,28 @@ class LazyMemmapStorage(LazyTensorStorage):
             prefix = tempfile.mkdtemp(prefix="torchrl_memmap_")
         else:
             prefix = self.scratch_dir
-            if os.path.isdir(prefix) and os.listdir(prefix) and not self.existsok:
-                raise RuntimeError(
-                    f"LazyMemmapStorage: scratch_dir {prefix!r} already holds files. Pass existsok=True to "
-                    "overwrite them, choose another scratch_dir, or reopen a saved storage with loads(path)."
-                )
             os.makedirs(prefix, exist_ok=True)
         self._files_dir = prefix
         if self.auto_cleanup:
             self._finalizer = weakref.finalize(self, _remove_dir, prefix, os.getpid())
+        # As TorchRL: other files in scratch_dir are left alone; one this storage would write raises unless
+        # existsok (tensordict's own check for TensorDicts).
         if is_tensor_collection(template):
-            return template.expand(rows, *template.batch_size).memmap_like(prefix=prefix, existsok=True)
-        if isinstance(template, torch.Tensor):
-            return MemoryMappedTensor.empty(
-                (rows, *template.shape), dtype=template.dtype, filename=os.path.join(prefix, "storage.memmap")
-            )
+            return template.expand(rows, *template.batch_size).memmap_like(prefix=prefix, existsok=self.existsok)
         counter = iter(range(10**9))
-        return tree_map(
-            lambda x: MemoryMappedTensor.empty(
-                (rows, *x.shape), dtype=x.dtype, filename=os.path.join(prefix, f"leaf_{next(counter)}.memmap")
-            ),
-            template,
-        )
+
+        def leaf(x: torch.Tensor, name: str | None = None) -> MemoryMappedTensor:
+            filename = os.path.join(prefix, name or f"leaf_{next(counter)}.memmap")
+            if os.path.exists(filename) and not self.existsok:
+                raise RuntimeError(
+                    f"The file {filename} already exists. Pass existsok=True to overwrite it, choose another "
+                    "scratch_dir, or reopen a saved storage with loads(path)."
+                )
+            return MemoryMappedTensor.empty((rows, *x.shape), dtype=x.dtype, filename=filename)
+
+        if isinstance(template, torch.Tensor):
+            return leaf(template, "storage.memmap")
+        return tree_map(leaf, template)
 
     def _target_device(self, data: Any) -> torch.device:
         return torch.device("cpu")
