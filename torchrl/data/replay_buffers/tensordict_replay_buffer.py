@@ -6,6 +6,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from torchrl._td import new_td, shallow_dict
 from torchrl.data.replay_buffers import _buffer_ops as ops
 from torchrl.data.replay_buffers.replay_buffer import ReplayBuffer
 from torchrl.data.replay_buffers.samplers.prioritized import PrioritizedSampler
@@ -58,7 +59,10 @@ class TensorDictReplayBuffer(ReplayBuffer):
 
     def extend(self, tensordicts: TensorDictBase, *, update_priority: bool | None = None) -> torch.Tensor:
         if isinstance(tensordicts, TensorDictBase):
-            tensordicts = tensordicts.copy()  # the writer stores each slot as "index": the input stays as it was
+            # the writer stores each slot as "index" in what it is given: a top-level copy keeps the input as it was
+            entries = shallow_dict(tensordicts)
+            tensordicts = (tensordicts.copy() if entries is None
+                           else new_td(entries, tensordicts.batch_size, tensordicts.device, convert_dicts=False))
         index = super().extend(tensordicts)
         if not isinstance(tensordicts, TensorDictBase) or index is None or index.numel() == 0:
             return index

@@ -117,6 +117,10 @@ class RoundRobinWriter(Writer):
         return index
 
     def extend(self, data: Sequence) -> torch.Tensor:
+        return self._extend(data, None)
+
+    def _extend(self, data: Sequence, slots: torch.Tensor | None) -> torch.Tensor:
+        """``extend``; ``slots``: the slots already computed for ``data`` (``arange(cursor, cursor + n)``)."""
         storage = self._storage
         shape = getattr(data, "shape", None)
         n = shape[0] if shape else storage._batch_len(data)
@@ -136,7 +140,7 @@ class RoundRobinWriter(Writer):
             n = capacity
         if cursor + n <= capacity:
             where: Any = slice(cursor, cursor + n)
-            index = torch.arange(cursor, cursor + n)
+            index = slots if slots is not None and full_index is None else torch.arange(cursor, cursor + n)
         else:
             index = torch.arange(cursor, cursor + n) % capacity
             where = index
@@ -215,8 +219,11 @@ class TensorDictRoundRobinWriter(RoundRobinWriter):
             capacity = (storage._capacity_rows if getattr(storage, "initialized", False)
                         else self._capacity(data, single=False))
             cursor = self._cursor_value if self._shared is None else self._cursor
-            slots = torch.arange(cursor, cursor + n) % capacity
-            data = _with_index(data, slots.reshape(-1, *([1] * (data.batch_dims - 1))).expand(data.batch_size))
+            slots = torch.arange(cursor, cursor + n)
+            if cursor + n > capacity:
+                slots = slots % capacity
+            column = slots if data.batch_dims == 1 else slots.reshape(-1, *([1] * (data.batch_dims - 1))).expand(data.batch_size)
+            return self._extend(_with_index(data, column), slots)
         return super().extend(data)
 
     def write_at(self, index: int | torch.Tensor, data: Any) -> int | torch.Tensor:
