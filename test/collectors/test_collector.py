@@ -101,11 +101,15 @@ def test_split_trajs_padded_with_mask():
     assert batch["next", "observation"][2].squeeze(-1).tolist() == [1, 2, 0, 0]
 
 
-def test_track_traj_ids_off_and_reset_when_done_off():
-    collector = counting(frames_per_batch=6, total_frames=6, track_traj_ids=False, reset_when_done=False)
+def test_track_traj_ids_off():
+    collector = counting(frames_per_batch=6, total_frames=6, track_traj_ids=False)
     batch = collector.rollout()
     assert "collector" not in batch.keys()
-    assert batch["next", "observation"].squeeze(-1).tolist() == [1, 2, 3, 4, 5, 6]
+
+
+def test_reset_when_done_off_raises_as_torchrl():
+    with pytest.raises(ValueError, match="reset_when_done is deprecated"):
+        counting(frames_per_batch=6, total_frames=6, reset_when_done=False)
 
 
 def test_set_truncated_marks_last_step_and_restarts():
@@ -128,7 +132,8 @@ def test_reset_at_each_iter():
     collector = counting(max_steps=100, frames_per_batch=3, total_frames=9, reset_at_each_iter=True)
     batches = list(collector)
     assert [b["observation"].squeeze(-1).tolist() for b in batches] == [[0, 1, 2]] * 3
-    assert [b["collector", "traj_ids"].tolist() for b in batches] == [[0] * 3, [1] * 3, [2] * 3]
+    # as TorchRL: the env's first reset is trajectory 0, and every batch starts a new one
+    assert [b["collector", "traj_ids"].tolist() for b in batches] == [[1] * 3, [2] * 3, [3] * 3]
 
 
 def test_frames_not_divisible_by_env_batch_round_up():

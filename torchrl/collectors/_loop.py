@@ -480,10 +480,12 @@ class StepLoop:
 
     # -- state ---------------------------------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        return {"next_traj_id": self.next_id, "traj_ids": None if self.ids is None else self.ids.clone()}
+        """``traj_id``: the next trajectory id (TorchRL's entry); ``traj_ids``: the current one of each sub-env."""
+        return {"traj_id": torch.tensor(self.next_id, dtype=torch.int32),
+                "traj_ids": None if self.ids is None else self.ids.clone()}
 
     def load_state_dict(self, state: dict) -> None:
-        self.next_id = int(state.get("next_traj_id", self.next_id))
+        self.next_id = int(state.get("traj_id", state.get("next_traj_id", self.next_id)))
         ids = state.get("traj_ids")
         if ids is not None:
             self.ids = ids.clone()

@@ -32,6 +32,7 @@ from torch import nn
 from torchrl._deprecation import rename_kwargs
 from torchrl._exploration import ExplorationType
 from torchrl._td import fast_get
+from torchrl.data.tensor_specs._utils import _ValueRuntimeError
 from torchrl.collectors._base import BaseCollector
 from torchrl.collectors._loop import Stacker
 from torchrl.collectors._multi_worker import OP_COLLECT, OP_WEIGHTS, WorkerSpec
@@ -187,6 +188,8 @@ class MultiCollector(BaseCollector):
         super().__init__(pre_collect_hook=pre_collect_hook, post_collect_hook=post_collect_hook)
         check_unsupported(owner, weight_sync_schemes=weight_sync_schemes, weight_recv_schemes=weight_recv_schemes,
                           cudagraph_policy=cudagraph_policy or None)
+        if not reset_when_done:
+            raise ValueError("reset_when_done is deprecated. Finished sub-environments are always reset (TorchRL 0.14 raises this ValueError too); to keep stepping past the end of episodes, step the env yourself (env.rollout(..., break_when_any_done=False)).")
         if preemptive_threshold is not None:
             raise ValueError(f"{owner}: preemptive_threshold (early stop of slow workers) is not supported.")
         if policy is not None and policy_factory is not None:
@@ -296,8 +299,8 @@ class MultiCollector(BaseCollector):
             worker = list(frames_per_batch)
             requested = sum(worker) if self._SYNC else max(worker)
         else:
-            if not isinstance(frames_per_batch, int) or frames_per_batch <= 0:
-                raise ValueError(f"{owner}: frames_per_batch must be a positive int, got {frames_per_batch!r}.")
+            if not isinstance(frames_per_batch, int) or frames_per_batch <= 0:  # (TorchRL: RuntimeError)
+                raise _ValueRuntimeError(f"{owner}: frames_per_batch must be a positive int, got {frames_per_batch!r}.")
             requested = frames_per_batch
             if self._SYNC:
                 per = -(-frames_per_batch // n)

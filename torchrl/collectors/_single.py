@@ -12,6 +12,7 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from torchrl._td import name_time_dim
+from torchrl.data.tensor_specs._utils import _ValueRuntimeError
 from torchrl._deprecation import rename_kwargs
 from torchrl._exploration import ExplorationType, set_exploration_type
 from torchrl.collectors._base import BaseCollector
@@ -265,6 +266,8 @@ class Collector(BaseCollector):
         self.track_policy_version = track_policy_version
         # the env may step column-wise when the loop calls the policy as is (no compile, no device casts)
         direct = not compile_policy and (policy_device is None or policy_device == env.device)
+        if not reset_when_done:
+            raise ValueError("reset_when_done is deprecated. Finished sub-environments are always reset (TorchRL 0.14 raises this ValueError too); to keep stepping past the end of episodes, step the env yourself (env.rollout(..., break_when_any_done=False)).")
         self._loop = StepLoop(env, act, track_traj_ids=track_traj_ids, reset_when_done=reset_when_done,
                               set_truncated=set_truncated, policy=wrapped if direct else _NO_POLICY)
         self.set_truncated = set_truncated
@@ -295,8 +298,8 @@ class Collector(BaseCollector):
         return env, True
 
     def _set_frames(self, frames_per_batch: int, total_frames: int | None, init_random_frames: int | None) -> None:
-        if not isinstance(frames_per_batch, int) or frames_per_batch <= 0:
-            raise ValueError(f"Collector: frames_per_batch must be a positive int, got {frames_per_batch!r}.")
+        if not isinstance(frames_per_batch, int) or frames_per_batch <= 0:  # (TorchRL: RuntimeError)
+            raise _ValueRuntimeError(f"Collector: frames_per_batch must be a positive int, got {frames_per_batch!r}.")
         n_env = self.env.batch_size.numel()
         steps = -(-frames_per_batch // n_env)
         if steps * n_env != frames_per_batch:
@@ -345,6 +348,8 @@ class Collector(BaseCollector):
             self._pre_collect_hook()
         loop = self._loop
         if self.reset_at_each_iter:
+            if loop.td is None and self._frames == 0:  # as TorchRL: the first reset (at construction there) is trajectory 0
+                loop.reset()
             loop.reset()
         random_phase = self._frames < self.init_random_frames
         act = self.env.rand_action if random_phase else None
@@ -491,7 +496,7 @@ class Collector(BaseCollector):
             out["policy_state_dict"] = self._policy_module.state_dict()
         out["frames"] = self._frames
         out["iter"] = self._iter
-        out["loop"] = self._loop.state_dict()
+        out["traj_pool"] = self._loop.state_dict()  # (TorchRL's name for the trajectory-id state)
         return out
 
     def load_state_dict(self, state_dict: OrderedDict, **kwargs) -> None:
@@ -502,8 +507,9 @@ class Collector(BaseCollector):
             self._policy_module.load_state_dict(state_dict["policy_state_dict"], **kwargs)
         self._frames = int(state_dict.get("frames", self._frames))
         self._iter = int(state_dict.get("iter", self._iter))
-        if "loop" in state_dict:
-            self._loop.load_state_dict(state_dict["loop"])
+        traj = state_dict.get("traj_pool", state_dict.get("loop"))
+        if traj is not None:
+            self._loop.load_state_dict(traj)
         self._iterator = None
 
     # -- data without stepping -----------------------------------------------------------------------------------------
