@@ -592,3 +592,19 @@ def test_split_and_padded_batches_keep_the_time_name_only_when_unsplit():
                           total_frames=-1, trajs_per_batch=2, traj_format="padded")
     assert next(iter(collector)).names == [None, "time"]  # every trajectory has the same length
     collector.shutdown()
+
+
+# ------------------------------------------------------------------------------------ plain-function policies
+def test_function_policy_arguments_as_torchrl():
+    env = CountingEnv(max_steps=100)
+    by_name = Collector(env, lambda observation: torch.ones_like(observation, dtype=torch.int8), frames_per_batch=3,
+                        total_frames=3)
+    assert next(iter(by_name))["next", "observation"].squeeze(-1).tolist() == [1, 2, 3]
+    by_name.shutdown()
+    with pytest.raises(TypeError, match="Failed to wrap the policy"):
+        Collector(CountingEnv(), lambda t: t.set("action", torch.ones(1, dtype=torch.int8)), frames_per_batch=3,
+                  total_frames=3)
+    trusted = Collector(CountingEnv(max_steps=100), lambda t: t.set("action", torch.ones(1, dtype=torch.int8)),
+                        frames_per_batch=3, total_frames=3, trust_policy=True)
+    assert next(iter(trusted))["action"].squeeze(-1).tolist() == [1, 1, 1]
+    trusted.shutdown()

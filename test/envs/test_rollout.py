@@ -381,3 +381,37 @@ def test_rollout_names_its_time_dim(batch_size, kwargs):
     assert data["next"].names == data.names
     if batch_size:
         assert data[0].names == ["time"] and data[:, 0].names == [None]
+
+
+# ------------------------------------------------------------------------------------ plain-function policies
+class _TwoObs(EnvBase):
+    def __init__(self):
+        super().__init__(batch_size=[])
+        self.observation_spec = Composite(b=Unbounded((1,)), a=Unbounded((1,)))
+        self.action_spec = Unbounded((1,))
+        self.reward_spec = Unbounded((1,))
+
+    def _reset(self, td):
+        return TensorDict(a=torch.ones(1), b=torch.full((1,), 10.0))
+
+    def _step(self, td):
+        return TensorDict(a=td["a"] + td["action"], b=td["b"], reward=torch.zeros(1), done=torch.zeros(1, dtype=torch.bool))
+
+    def _set_seed(self, seed):
+        return seed
+
+
+def test_function_policy_gets_the_observations_positionally():
+    # as TorchRL: a function that does not take a `tensordict`/`td` argument gets the observations (in the
+    # spec's order) and returns the action
+    data = _TwoObs().rollout(2, lambda x, y: x - y)
+    assert data["action"].squeeze(-1).tolist() == [9.0, 0.0]
+    data = CountingEnv(max_steps=100).rollout(3, lambda observation: torch.ones_like(observation, dtype=torch.int8))
+    assert data["next", "observation"].squeeze(-1).tolist() == [1, 2, 3]
+
+
+def test_function_policy_taking_a_tensordict_gets_it():
+    data = CountingEnv(max_steps=100).rollout(2, lambda td: td.set("action", torch.ones(1, dtype=torch.int8)))
+    assert data["action"].squeeze(-1).tolist() == [1, 1]
+    with pytest.raises(AttributeError, match="has no attribute 'set'"):  # any other name: observations, as TorchRL
+        CountingEnv(max_steps=100).rollout(2, lambda t: t.set("action", torch.ones(1, dtype=torch.int8)))

@@ -17,6 +17,7 @@ from tensordict.nn import TensorDictModule, TensorDictModuleBase
 from torch import nn
 
 from torchrl._fast_call import direct_module_call
+from torchrl.envs._policy_args import function_arg_names, takes_tensordict
 
 __all__ = ["make_actor", "wrap_policy", "module_device"]
 
@@ -59,8 +60,10 @@ def wrap_policy(policy: Any, env, *, trust_policy: bool) -> Any:
     Raises:
         TypeError: a module whose inputs cannot be matched with the env's observations.
     """
-    if policy is None or trust_policy or isinstance(policy, TensorDictModuleBase) or not isinstance(policy, nn.Module):
+    if policy is None or trust_policy or isinstance(policy, TensorDictModuleBase):
         return policy
+    if not isinstance(policy, nn.Module):
+        return _wrap_function(policy, env)
     if _takes_tensordict(policy):
         return policy
     obs_keys = list(env.observation_spec.keys(True, True))
@@ -81,6 +84,22 @@ def wrap_policy(policy: Any, env, *, trust_policy: bool) -> Any:
                 f"has observations {obs_keys}. Wrap the policy in a TensorDictModule with explicit in_keys/out_keys."
             )
     return TensorDictModule(policy, in_keys=in_keys, out_keys=list(env.action_keys))
+
+
+def _wrap_function(policy: Any, env) -> Any:
+    """A plain function policy, as TorchRL's collectors take it: one ``tensordict``/``td`` argument gets the
+    TensorDict; arguments named like all the observation entries get those tensors (the result is the action)."""
+    names = function_arg_names(policy)
+    if names is None or takes_tensordict(names):
+        return policy
+    obs_keys = list(env.full_observation_spec.keys(True, True))
+    if names and sorted(names) == sorted(map(str, obs_keys)):  # (as TorchRL: every observation, by name)
+        return TensorDictModule(policy, in_keys=names, out_keys=list(env.action_keys))
+    raise TypeError(
+        f"Failed to wrap the policy: a plain function policy takes one argument named 'tensordict' or 'td' (the "
+        f"step's TensorDict) or one argument per observation entry, named like it ({obs_keys}); got arguments {names}. "
+        f"Wrap it in a TensorDictModule, or pass trust_policy=True to call it with the TensorDict as it is."
+    )
 
 
 def make_actor(

@@ -13,6 +13,7 @@ from tensordict import TensorDictBase
 
 from torchrl._fast_call import direct_module_call
 from torchrl._td import any_true, fast_get, fast_set, name_time_dim, stack_tds
+from torchrl.envs._policy_args import wrap_function_for_rollout
 
 __all__ = ["rollout"]
 
@@ -118,6 +119,8 @@ def rollout(
     if policy is not None and actions is not None:
         raise ValueError("rollout: pass either a policy or actions, not both.")
     any_done, all_done = _resolve_breaks(break_when_any_done, break_when_all_done)
+    if policy is not None and not trust_policy:
+        policy = wrap_function_for_rollout(policy, env)  # (a function of observations, as TorchRL)
 
     if auto_reset:
         td = env.reset(tensordict)
@@ -142,7 +145,7 @@ def rollout(
         except type(columns).NotApplicable:  # the policy's outputs are not plain tensors: generic loop
             result = None
         if result is not None:
-            return result.to(storing_device) if storing_device is not None else result
+            return name_time_dim(result.to(storing_device) if storing_device is not None else result)
 
     if actions is not None:
         act = _action_writer(env, actions)
