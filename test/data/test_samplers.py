@@ -275,6 +275,26 @@ class TestWithoutReplacement:
         loose = counting_buffer(5, 10, SamplerWithoutReplacement())
         assert sorted(loose.sample(8).tolist()) == [0, 1, 2, 3, 4]
 
+    def test_state_dict_has_torchrl_layout_and_resumes_the_epoch(self):
+        rb = counting_buffer(10, 10, SamplerWithoutReplacement(shuffle=False))
+        assert rb.sampler.state_dict() == {"len_storage": 0, "_sample_list": None, "drop_last": False, "_ran_out": False}
+        rb.sample(4)
+        state = rb.sampler.state_dict()
+        assert sorted(state) == ["_ran_out", "_sample_list", "drop_last", "len_storage"]
+        assert state["len_storage"] == 10 and state["_sample_list"].tolist() == [4, 5, 6, 7, 8, 9]
+        fresh = counting_buffer(10, 10, SamplerWithoutReplacement(shuffle=False))
+        fresh.sampler.load_state_dict(state)
+        assert fresh.sample(4).tolist() == [4, 5, 6, 7]
+        assert fresh.sample(4).tolist() == [8, 9] and fresh.sampler.ran_out
+        assert fresh.sample(4).tolist() == [0, 1, 2, 3]  # a new epoch over the whole storage
+
+    def test_load_state_dict_of_the_earlier_layout(self):
+        sampler = SamplerWithoutReplacement(shuffle=False)
+        sampler.load_state_dict({"_order": torch.arange(10), "_has_order": torch.tensor(True), "_position": torch.tensor(8),
+                                 "_epoch_len": torch.tensor(10), "_ran_out": torch.tensor(False)})
+        rb = counting_buffer(10, 10, sampler)
+        assert rb.sample(4).tolist() == [8, 9]
+
     def test_writes_start_a_new_epoch(self):
         rb = counting_buffer(4, 10, SamplerWithoutReplacement())
         rb.sample(2)
@@ -428,6 +448,20 @@ class TestSliceSampler:
         # reported (all False here, nothing terminated is stored)
         assert truncated[:, -1].all()
         assert not sample["next", "terminated"].any()
+
+    def test_index_is_a_coordinate_tuple(self):
+        # as TorchRL: the info's "index" is a tuple of coordinates, the sample's "index" their stack ([N, 1])
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(30), sampler=SliceSampler(num_slices=2), batch_size=8)
+        rb.extend(episodes([10, 10]))
+        sample, info = rb.sample(return_info=True)
+        assert isinstance(info["index"], tuple) and len(info["index"]) == 1
+        assert sample["index"].shape == (8, 1)
+        assert torch.equal(sample["index"].squeeze(-1), info["index"][0])
+        assert torch.equal(rb[info["index"]]["step"], sample["step"])
+        loose = TensorDictReplayBuffer(storage=LazyTensorStorage(30), batch_size=8,
+                                       sampler=SliceSampler(num_slices=2, strict_length=False, traj_key="episode"))
+        loose.extend(episodes([3, 10]))
+        assert loose.sample()["index"].shape[1:] == (1,)
 
     def test_circular_storage_splits_at_the_cursor(self):
         rb = TensorDictReplayBuffer(storage=LazyTensorStorage(10), sampler=SliceSampler(slice_len=3, traj_key="episode"))

@@ -77,6 +77,8 @@ class TensorDictReplayBuffer(ReplayBuffer):
 
     def __getitem__(self, index):
         """The stored elements at ``index`` with their slots as an ``"index"`` entry (TorchRL stores it)."""
+        if isinstance(index, tuple) and len(index) == 1 and self._storage.ndim == 1:
+            index = index[0]  # a coordinate tuple, as slice samplers report in their info
         data = super().__getitem__(index)
         if isinstance(data, TensorDictBase) and "index" not in data.keys() and self._storage.ndim == 1:
             n = len(self)

@@ -317,7 +317,7 @@ class SliceSampler(Sampler):
             self._flags(info, is_last, stored_end)
         if self.init_key is not None:
             info[self.init_key] = is_first
-        return time, info
+        return (time,), info  # coordinates, as TorchRL: sampled TensorDicts get an "index" of shape [N, 1]
 
     def _flags(self, info: dict, is_last: torch.Tensor, stored_end: torch.Tensor) -> None:
         """The end flags of the sampled steps, as TorchRL reports them.
@@ -378,7 +378,7 @@ class SliceSampler(Sampler):
         if table.inner_shape:
             index = (time, *unravel_index(column, (0, *table.inner_shape))[1:])
         else:
-            index = time
+            index = (time,)
         return index, info
 
     # ------------------------------------------------------------------ notifications and state

@@ -70,7 +70,7 @@ class SamplerWithoutReplacement(Sampler):
         start = self._position
         index = self._order[start : start + batch_size]
         self._position = start + index.numel()
-        remaining = n - self._position
+        remaining = self._order.numel() - self._position  # a restored epoch holds only its remaining indices
         if remaining == 0 or (self.drop_last and remaining < batch_size):
             self._ran_out = True
             self._order = None
@@ -91,18 +91,26 @@ class SamplerWithoutReplacement(Sampler):
         self._ran_out = False
 
     def state_dict(self) -> dict[str, Any]:
+        """TorchRL's layout: the storage length of the epoch, the indices it has left, ``drop_last``, ``_ran_out``."""
         return {
-            "_order": self._order.clone() if self._order is not None else torch.empty(0, dtype=torch.long),
-            "_has_order": torch.tensor(self._order is not None),
-            "_position": torch.tensor(self._position),
-            "_epoch_len": torch.tensor(self._epoch_len),
-            "_ran_out": torch.tensor(self._ran_out),
+            "len_storage": max(self._epoch_len, 0),
+            "_sample_list": self._order[self._position :].clone() if self._order is not None else None,
+            "drop_last": self.drop_last,
+            "_ran_out": self._ran_out,
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self._order = state_dict["_order"].clone() if bool(state_dict["_has_order"]) else None
-        self._position = int(state_dict["_position"])
-        self._epoch_len = int(state_dict["_epoch_len"])
+        if "_has_order" in state_dict:  # the layout of earlier versions of this package
+            self._order = state_dict["_order"].clone() if bool(state_dict["_has_order"]) else None
+            self._position = int(state_dict["_position"])
+            self._epoch_len = int(state_dict["_epoch_len"])
+            self._ran_out = bool(state_dict["_ran_out"])
+            return
+        remaining = state_dict["_sample_list"]
+        self._order = remaining.clone() if remaining is not None else None
+        self._position = 0
+        self._epoch_len = int(state_dict["len_storage"]) if remaining is not None else -1
+        self.drop_last = bool(state_dict.get("drop_last", self.drop_last))
         self._ran_out = bool(state_dict["_ran_out"])
 
     def dumps(self, path):
