@@ -208,6 +208,13 @@ class default_info_dict_reader(BaseInfoDictReader):
         known = {p[0] for p in self._specs}
         return [k for k in (self.keys or []) if k not in known]
 
+    def _declare_unseen(self) -> None:
+        """Gives the requested keys that no info has shown yet TorchRL's default spec, a float32 scalar
+        ``Unbounded``: they are declared and read as zeros until the env reports them."""
+        for key in self.missing_keys():
+            self._specs[(key,)] = Unbounded(shape=(), dtype=torch.float32)
+        self._plan = None
+
     def reset(self) -> None:
         """Forgets the specs inferred from data (the ones passed as ``spec`` stay)."""
         self._specs = dict(self._given)
@@ -496,6 +503,7 @@ class GymLikeEnv(_EnvWrapper):
             info_dict_reader.keys is None or info_dict_reader.missing_keys()
         ):
             info_dict_reader.infer(self._probe_infos(), len(self.batch_size))
+            info_dict_reader._declare_unseen()
         self._register_info_spec(info_dict_reader)
         self.__dict__["_info_dict_reader"].append(info_dict_reader)
         return self

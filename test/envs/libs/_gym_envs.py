@@ -71,3 +71,22 @@ class DictEnv(gymnasium.Env):
         self.t += 1
         self.last = self.observation_space.sample()
         return self.last, float(action["gear"]), False, self.t >= 4, {}
+
+
+class SpaceEnv(gymnasium.Env):
+    """Observations drawn from ``obs_space`` (seeded by ``reset(seed=...)``), any action space; reward 1 per
+    step; records the actions received."""
+
+    def __init__(self, obs_space, act_space):
+        self.observation_space = obs_space
+        self.action_space = act_space
+        self.actions: list = []
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.observation_space.seed(seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        self.actions.append(action)
+        return self.observation_space.sample(), 1.0, False, False, {}

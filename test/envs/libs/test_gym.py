@@ -16,7 +16,9 @@ from torchrl.envs import Compose, StepCounter, TransformedEnv, check_env_specs
 from torchrl.envs.gym_like import GymLikeEnv, default_info_dict_reader
 from torchrl.envs.libs.gym import GymEnv, GymWrapper, gym_backend, set_gym_backend
 
-from test.envs.libs._gym_envs import CountEnv, DictEnv
+from test.envs.libs._gym_envs import CountEnv, DictEnv, SpaceEnv
+
+S = gymnasium.spaces
 
 
 def _replay(raw_env, rollout: TensorDict, seed: int, categorical: bool = False) -> None:
@@ -331,7 +333,9 @@ def test_dict_spaces_end_to_end():
     raw = DictEnv()
     env = GymWrapper(raw)
     assert sorted(env.observation_spec.keys()) == ["flags", "mode", "observation"]
-    assert sorted(env.full_action_spec["action"].keys()) == ["gear", "steer"]
+    # as TorchRL: a Dict action space's entries are the env's action keys, at the root
+    assert sorted(env.full_action_spec.keys()) == ["gear", "steer"]
+    assert sorted(env.action_keys) == ["gear", "steer"]
     env.set_seed(0)
     torch.manual_seed(0)
     rollout = env.rollout(4)
@@ -339,7 +343,7 @@ def test_dict_spaces_end_to_end():
     assert rollout["next", "truncated"][-1].item()
     last = raw.actions[-1]
     assert raw.action_space.contains(last)
-    assert last["gear"] == int(rollout[-1]["action", "gear"].argmax())
+    assert last["gear"] == int(rollout[-1]["gear"].argmax())
     assert rollout[-1]["next", "reward"].item() == float(last["gear"])
     np.testing.assert_array_equal(rollout[-1]["next", "observation"].numpy(), raw.last["state"])
     assert rollout[-1]["next", "mode"].argmax().item() == raw.last["mode"]
@@ -353,13 +357,54 @@ def test_convert_actions_to_numpy_false():
     assert all(isinstance(a, torch.Tensor) for a in raw.actions)
     raw2 = CountEnv(end=10)
     GymWrapper(raw2).rollout(1, actions=[torch.tensor([0, 1])])
-    assert type(raw2.actions[0]) is np.int64 and raw2.actions[0] == 1
+    assert type(raw2.actions[0]) is int and raw2.actions[0] == 1  # a Python int, as TorchRL passes
+
+
+def test_scalar_box_is_a_one_element_entry():
+    # as TorchRL: a scalar Box gives a (1,) spec; the action reaches the env with the space's own shape ()
+    raw = SpaceEnv(S.Box(-1.0, 1.0, (), np.float32), S.Box(-2.0, 2.0, (), np.float32))
+    env = GymWrapper(raw)
+    assert env.observation_spec["observation"].shape == torch.Size([1])
+    assert env.action_spec.shape == torch.Size([1])
+    env.set_seed(0)
+    td = env.rollout(2, actions=[torch.tensor([0.5]), torch.tensor([-1.5])])
+    assert td["next", "observation"].shape == torch.Size([2, 1])
+    assert [a.shape for a in raw.actions] == [(), ()]
+    assert [float(a) for a in raw.actions] == [0.5, -1.5]
+    assert all(raw.action_space.contains(a) for a in raw.actions)
+
+
+def test_discrete_actions_are_python_ints_with_start():
+    raw = SpaceEnv(S.Box(-1.0, 1.0, (2,), np.float32), S.Discrete(4, start=3))
+    env = GymWrapper(raw)
+    env.rollout(2, actions=[torch.tensor([0, 1, 0, 0]), torch.tensor([0, 0, 0, 1])])
+    raw_cat = SpaceEnv(S.Box(-1.0, 1.0, (2,), np.float32), S.Discrete(4, start=3))
+    GymWrapper(raw_cat, categorical_action_encoding=True).rollout(2, actions=[torch.tensor(1), torch.tensor(3)])
+    for acts in (raw.actions, raw_cat.actions):
+        assert [type(a) for a in acts] == [int, int]
+        assert acts == [4, 6]  # index + start
+
+
+def test_dict_action_keys_at_root():
+    raw = SpaceEnv(S.Box(-1.0, 1.0, (2,), np.float32), S.Dict({"move": S.Box(-1.0, 1.0, (2,), np.float32), "pick": S.Discrete(3)}))
+    env = GymWrapper(raw, categorical_action_encoding=True)
+    assert sorted(env.action_keys) == ["move", "pick"]
+    assert "action" not in env.full_action_spec.keys()
+    td = env.reset()
+    td["move"] = torch.tensor([0.5, -0.5])
+    td["pick"] = torch.tensor(2)
+    out = env.step(td)
+    assert out["next", "reward"].item() == 1.0
+    np.testing.assert_array_equal(raw.actions[-1]["move"], np.array([0.5, -0.5], np.float32))
+    assert raw.actions[-1]["pick"] == 2
+    with pytest.raises(KeyError, match="pick"):
+        env.step(td.exclude("pick"))
 
 
 def test_rebuild_with_kwargs():
     env = GymEnv("CartPole-v1")
     assert "pixels" not in env.observation_spec.keys()
-    env.rebuild_with_kwargs(from_pixels=True)
+    assert env.rebuild_with_kwargs(from_pixels=True) is None  # in place, as TorchRL
     assert "pixels" in env.observation_spec.keys()
     assert env.rollout(2)["next", "pixels"].shape == torch.Size([2, 400, 600, 3])
 

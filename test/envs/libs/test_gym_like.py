@@ -65,6 +65,17 @@ def test_generic_gym_like_env_info_probe():
     assert env.rollout(2)["next", "t"].tolist() == [1, 2]
 
 
+def test_requested_key_never_reported_is_declared_as_zeros():
+    # as TorchRL: a requested key missing from the probed infos gets a float32 scalar Unbounded spec, read as zeros
+    env = ToyLike(env="unused")
+    env.set_info_dict_reader(default_info_dict_reader(["t", "absent"]))
+    spec = env.observation_spec["absent"]
+    assert isinstance(spec, Unbounded) and spec.dtype == torch.float32 and spec.shape == torch.Size([])
+    rollout = env.rollout(2)
+    assert rollout["next", "absent"].tolist() == [0.0, 0.0]
+    assert rollout["next", "t"].tolist() == [1, 2]
+
+
 def test_default_reader_nested_masks_and_objects():
     reader = default_info_dict_reader()
     info = {

@@ -60,7 +60,15 @@ def test_space_spec_round_trip(space, categorical):
         (S.Box(-1.0, 1.0, (3,)), BoundedContinuous, (3,), torch.float32),
         (S.Box(-1.0, 1.0, (3,), np.float64), BoundedContinuous, (3,), torch.float64),
         (S.Box(-np.inf, np.inf, (2,), np.float64), Unbounded, (2,), torch.float64),
-        (S.Box(0, 255, (4, 5, 3), np.uint8), BoundedDiscrete, (4, 5, 3), torch.uint8),
+        # bounds spanning the whole dtype are no bounds (as TorchRL): Unbounded
+        (S.Box(0, 255, (4, 5, 3), np.uint8), Unbounded, (4, 5, 3), torch.uint8),
+        (S.Box(0, 10, (4, 5, 3), np.uint8), BoundedDiscrete, (4, 5, 3), torch.uint8),
+        (S.Box(-128, 127, (2,), np.int8), Unbounded, (2,), torch.int8),
+        (S.Box(np.finfo(np.float32).min, np.finfo(np.float32).max, (2,)), Unbounded, (2,), torch.float32),
+        (S.Box(-np.inf, 1.0, (2,)), BoundedContinuous, (2,), torch.float32),
+        # a scalar Box is read as a (1,) entry (as TorchRL)
+        (S.Box(-1.0, 1.0, ()), BoundedContinuous, (1,), torch.float32),
+        (S.Box(-np.inf, np.inf, ()), Unbounded, (1,), torch.float32),
         (S.Discrete(5), OneHot, (5,), torch.int64),
         (S.MultiDiscrete([2, 3]), MultiOneHot, (5,), torch.int64),
         (S.MultiBinary(4), Binary, (4,), torch.int8),

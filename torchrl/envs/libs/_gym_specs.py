@@ -5,8 +5,10 @@ The mapping (spaces of ``gymnasium`` and of the legacy ``gym`` alike, matched by
 ============================  =====================================================================
 space                         spec
 ============================  =====================================================================
-``Box``                       ``Bounded`` (``Unbounded`` when every bound is infinite); the space's
-                              dtype is kept (float64 stays float64, uint8 images stay uint8)
+``Box``                       ``Bounded`` (``Unbounded`` when the bounds span the whole dtype:
+                              ``±inf``, or ``finfo``/``iinfo`` min and max); the space's dtype is
+                              kept (float64 stays float64, uint8 images stay uint8); a scalar
+                              ``Box`` (shape ``()``) gives a ``(1,)`` spec, as in TorchRL
 ``Discrete(n)``               ``OneHot(n)`` (``Categorical(n)`` with ``categorical_action_encoding``)
 ``MultiDiscrete(nvec)``       ``MultiOneHot(nvec)`` (``MultiCategorical(nvec)``)
 ``MultiBinary(n)``            ``Binary(n)`` (int8)
@@ -182,15 +184,27 @@ def _sub(space, *, device, categorical_action_encoding, batch_size) -> TensorSpe
     )
 
 
+def _full_range(low: np.ndarray, high: np.ndarray) -> bool:
+    """Whether a Box's bounds span its whole dtype (``±inf``, ``finfo``/``iinfo`` min and max): no bounds at all."""
+    if np.issubdtype(low.dtype, np.floating):
+        info = np.finfo(low.dtype)
+    elif np.issubdtype(low.dtype, np.integer):
+        info = np.iinfo(low.dtype)
+    else:
+        return False
+    return bool((low <= info.min).all() and (high >= info.max).all())
+
+
 @register_gym_spec_conversion("Box")
 def _box(space, dtype=None, device=None, batch_size=(), **kwargs) -> TensorSpec:
     dtype = dtype or numpy_to_torch_dtype(space.dtype)
-    shape = (*batch_size, *space.shape)
+    leaf = tuple(space.shape) or (1,)  # a scalar Box is read as a (1,) entry, as rewards and done flags are
+    shape = (*batch_size, *leaf)
     low, high = np.asarray(space.low), np.asarray(space.high)
-    if np.issubdtype(low.dtype, np.floating) and np.isneginf(low).all() and np.isposinf(high).all():
+    if _full_range(low, high):
         return Unbounded(shape=shape, device=device, dtype=dtype)
-    low_t = torch.as_tensor(np.broadcast_to(low, space.shape).copy()).to(dtype).expand(shape).clone()
-    high_t = torch.as_tensor(np.broadcast_to(high, space.shape).copy()).to(dtype).expand(shape).clone()
+    low_t = torch.as_tensor(np.broadcast_to(low, leaf).copy()).to(dtype).expand(shape).clone()
+    high_t = torch.as_tensor(np.broadcast_to(high, leaf).copy()).to(dtype).expand(shape).clone()
     return Bounded(low_t, high_t, shape=shape, device=device, dtype=dtype)
 
 

@@ -161,19 +161,10 @@ def _element_writer(space: Any, onehot: bool, nb: int, shape: tuple) -> Callable
     start = _start(space) if kind in ("Discrete", "MultiDiscrete") else 0
     if kind == "Discrete":
         if nb == 0:
-            # numpy scalars of the space's dtype: what ``space.sample()`` gives, cheapest for ``contains``
-            scalar = np.dtype(np_dtype).type
-            if start:
-                index = lambda t: scalar(np.asarray(_numpy(t)).reshape(())[()] + start)  # noqa: E731
-            else:
-                index = lambda t: scalar(np.asarray(_numpy(t)).reshape(())[()])  # noqa: E731
+            # a Python int, as TorchRL passes (and as the module docstring promises)
+            index = (lambda t: int(_numpy(t).reshape(())) + start) if start else (lambda t: int(_numpy(t).reshape(())))
             if onehot:  # a one-hot vector, or an integer index where a policy wrote one (e.g. an argmax)
-                if start:
-                    return lambda t: scalar(t.numpy(force=True).argmax() + start) if t.ndim == 1 and t.shape[0] != 1 \
-                        else index(t)
-                if np.dtype(np_dtype) == np.dtype(np.intp):  # argmax already gives this type
-                    return lambda t: t.numpy(force=True).argmax() if t.ndim == 1 and t.shape[0] != 1 else index(t)
-                return lambda t: t.numpy(force=True).argmax().astype(np_dtype) if t.ndim == 1 and t.shape[0] != 1 \
+                return lambda t: int(t.numpy(force=True).argmax()) + start if t.ndim == 1 and t.shape[0] != 1 \
                     else index(t)
             return index
         if onehot:

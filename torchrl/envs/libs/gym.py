@@ -191,7 +191,12 @@ class GymWrapper(GymLikeEnv):
             else:
                 observation["pixels"] = pixels
         self.observation_spec = observation
-        self.action_spec = Composite(action=act_spec, shape=batch, device=device) if isinstance(act_spec, Composite) else act_spec
+        # a Dict action space: its entries are the env's action keys, at the root (as in TorchRL)
+        d["_dict_action"] = isinstance(act_spec, Composite)
+        if d["_dict_action"]:
+            self.full_action_spec = act_spec
+        else:
+            self.action_spec = act_spec
         self.reward_spec = Unbounded(shape=(*batch, 1), dtype=torch.float32, device=device)
         self.full_done_spec = Composite(
             {k: Categorical(2, shape=(*batch, 1), dtype=torch.bool, device=device) for k in ("done", "terminated", "truncated")},
@@ -211,7 +216,8 @@ class GymWrapper(GymLikeEnv):
             cls, GymLikeEnv, "read_reward", "read_done"
         )
         new_api = lib.__name__ == "gymnasium" or lib_version(lib) >= (0, 26)
-        return hooks_untouched and new_api and self.__dict__["_frame_skip"] == 1
+        d = self.__dict__
+        return hooks_untouched and new_api and d["_frame_skip"] == 1 and not d["_dict_action"]
 
     def _compile_obs_reader(self, env: Any, read, obs_is_dict: bool, nb: int):
         d = self.__dict__
@@ -295,6 +301,11 @@ class GymWrapper(GymLikeEnv):
 
     def _row_stepper(self, in_keys, in_views, out_keys, out_views):
         return row_stepper(self, in_keys, in_views, out_keys, out_views)
+
+    def _action_from(self, tensordict: TensorDictBase) -> Any:
+        if self.__dict__["_dict_action"]:
+            return tensordict  # the Dict action's writer reads its keys from the root
+        return super()._action_from(tensordict)
 
     def read_action(self, action):
         """The action as the wrapped env expects it (``int`` for ``Discrete``, numpy arrays otherwise)."""
@@ -382,7 +393,6 @@ class GymWrapper(GymLikeEnv):
             self._register_info_spec(reader)
         self.__dict__["_validated"] = False
         self._post_init(spec_locked=True)
-        return self
 
     def _probe_infos(self) -> list[dict]:
         """As the base class, but the wrapped env's random state is restored afterwards: reading the info
