@@ -26,7 +26,8 @@ def _as_batch_mask(mask: torch.Tensor, batch: torch.Size) -> torch.Tensor:
     return mask
 
 
-def _blend(previous: TensorDictBase, fresh: TensorDictBase, mask: torch.Tensor, skip: set, prefix: tuple, pad: bool = True) -> None:
+def _blend(previous: TensorDictBase, fresh: TensorDictBase, mask: torch.Tensor, skip: set, prefix: tuple, pad: bool = True,
+           keep: bool = False) -> None:
     """Writes into ``fresh``: ``previous``'s values outside ``mask``, zeros inside it for entries ``fresh`` lacks."""
     if (
         isinstance(previous, LazyStackedTensorDict)
@@ -36,7 +37,7 @@ def _blend(previous: TensorDictBase, fresh: TensorDictBase, mask: torch.Tensor, 
     ):
         dim = previous.stack_dim
         for i, (old, new) in enumerate(zip(previous.tensordicts, fresh.tensordicts)):
-            _blend(old, new, mask.select(dim, i) if mask.ndim > dim else mask, skip, prefix, pad)
+            _blend(old, new, mask.select(dim, i) if mask.ndim > dim else mask, skip, prefix, pad, keep)
         return
     mask = _as_batch_mask(mask, previous.batch_size).to(previous.device or mask.device)
     views: dict[int, torch.Tensor] = {}  # the mask viewed for each leaf ndim
@@ -44,7 +45,7 @@ def _blend(previous: TensorDictBase, fresh: TensorDictBase, mask: torch.Tensor, 
     def view(ndim: int) -> torch.Tensor:
         m = views.get(ndim)
         if m is None:
-            m = views[ndim] = mask.reshape(mask.shape + (1,) * (ndim - mask.ndim)) if ndim >= mask.ndim else mask
+            m = views[ndim] = mask.reshape(mask.shape + (1,) * (ndim - mask.ndim)) if ndim > mask.ndim else mask
         return m
 
     fresh_keys = set(fresh.keys())
@@ -52,16 +53,16 @@ def _blend(previous: TensorDictBase, fresh: TensorDictBase, mask: torch.Tensor, 
         if key == "_reset" or (skip and prefix + (key,) in skip):
             continue
         new = fast_get(fresh, key)
-        if is_tensor_collection(old):
+        if type(old) is not torch.Tensor and is_tensor_collection(old):
             if new is None:
                 new = old.empty()
                 fresh.set(key, new)
             if is_tensor_collection(new):
-                _blend(old, new, mask, skip, prefix + (key,), pad)
+                _blend(old, new, mask, skip, prefix + (key,), pad, keep)
             continue
         if new is None:  # an input entry the reset does not write: zeroed where reset
             fast_set(fresh, key, old.masked_fill(view(old.ndim), 0) if mask.numel() != 1 else (old.new_zeros(()).expand_as(old).clone() if bool(mask) else old))
-        elif not is_tensor_collection(new) and new.shape == old.shape:
+        elif not keep and (type(new) is torch.Tensor or not is_tensor_collection(new)) and new.shape == old.shape:
             fast_set(fresh, key, where_reset(view(old.ndim), new, old if old.dtype == new.dtype else old.to(new.dtype)))
     if pad:
         for key in fresh_keys.difference(previous.keys()):  # outputs the input lacks: zeros outside the mask
@@ -93,6 +94,7 @@ def blend_partial_reset(
     *,
     given: set | None = None,
     root_group: bool = True,
+    outputs_hold_all_rows: bool = False,
 ) -> None:
     """Blends ``out`` (the reset's outputs) with ``tensordict`` (its input), in place in ``out``.
 
@@ -102,6 +104,8 @@ def blend_partial_reset(
             mask of its own follows its parent group's.
         root_group: whether the env has root done entries; without them, the root entries outside the groups
             keep the input's values.
+        outputs_hold_all_rows: the reset's outputs already hold the current values of the rows not reset (an env
+            that says so, e.g. EnvPool's): only the input's other entries are zeroed where reset.
     """
     given = set(masks) if given is None else set(given) | set(masks)
     keep_root = not root_group and () not in given
@@ -113,4 +117,4 @@ def blend_partial_reset(
         if previous is None or fresh is None or not is_tensor_collection(previous) or not is_tensor_collection(fresh):
             continue
         skip = {g for g in given if g != prefix and g[: len(prefix)] == prefix}
-        _blend(previous, fresh, mask, skip, prefix, pad=not (keep_root and prefix == ()))
+        _blend(previous, fresh, mask, skip, prefix, pad=not (keep_root and prefix == ()), keep=outputs_hold_all_rows)

@@ -116,6 +116,9 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
     """
 
     _batch_locked: bool = True
+    # A subclass whose _reset outputs already hold the current values of the sub-envs it does not reset sets
+    # this: partial resets then skip re-selecting those rows (see _partial_reset.py).
+    _partial_reset_outputs_hold_all_rows: bool = False
 
     def __init__(
         self,
@@ -454,7 +457,8 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
                     masks[prefix] = mask
         if masks is not None:
             root_group = self._cached("_root_done_group", lambda: any(len(as_tuple(k)) == 1 for k in self.reset_keys))
-            blend_partial_reset(tensordict, out, masks, given=set(given), root_group=root_group)
+            blend_partial_reset(tensordict, out, masks, given=set(given), root_group=root_group,
+                                outputs_hold_all_rows=self._partial_reset_outputs_hold_all_rows)
         for key in self.reset_keys:
             tensordict.pop(key, None)
             if out is not tensordict:

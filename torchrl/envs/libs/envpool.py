@@ -141,6 +141,7 @@ class MultiThreadedEnvWrapper(_EnvWrapper):
     """
 
     git_url = "https://github.com/sail-sg/envpool"
+    _partial_reset_outputs_hold_all_rows = True  # (_restart returns every sub-env's current entries)
     libname = "envpool"
 
     def __init__(self, env: Any = None, categorical_action_encoding: bool = False, **kwargs) -> None:
@@ -367,7 +368,7 @@ class MultiThreadedEnvWrapper(_EnvWrapper):
             ended = d["_terminated"] | d["_truncated"]
             out = self._finish(self._restart(ended), "reset")
             if not ended.all():  # as EnvBase.reset: the restarted rows' other entries (the action...) are zeroed
-                blend_partial_reset(next_input, out, {(): torch.from_numpy(ended)})
+                blend_partial_reset(next_input, out, {(): torch.from_numpy(ended)}, outputs_hold_all_rows=True)
             next_input.update(out)
         return tensordict, next_input
 
