@@ -30,9 +30,9 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from torchrl._deprecation import rename_kwargs
+from torchrl._errors import ValueRuntimeError
 from torchrl._exploration import ExplorationType
 from torchrl._td import fast_get
-from torchrl.data.tensor_specs._utils import _ValueRuntimeError
 from torchrl.collectors._base import BaseCollector
 from torchrl.collectors._loop import Stacker
 from torchrl.collectors._multi_worker import OP_COLLECT, OP_WEIGHTS, WorkerSpec
@@ -300,7 +300,7 @@ class MultiCollector(BaseCollector):
             requested = sum(worker) if self._SYNC else max(worker)
         else:
             if not isinstance(frames_per_batch, int) or frames_per_batch <= 0:  # (TorchRL: RuntimeError)
-                raise _ValueRuntimeError(f"{owner}: frames_per_batch must be a positive int, got {frames_per_batch!r}.")
+                raise ValueRuntimeError(f"{owner}: frames_per_batch must be a positive int, got {frames_per_batch!r}.")
             requested = frames_per_batch
             if self._SYNC:
                 per = -(-frames_per_batch // n)

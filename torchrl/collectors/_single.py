@@ -12,8 +12,8 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from torchrl._td import name_time_dim
-from torchrl.data.tensor_specs._utils import _ValueRuntimeError
 from torchrl._deprecation import rename_kwargs
+from torchrl._errors import ValueRuntimeError
 from torchrl._exploration import ExplorationType, set_exploration_type
 from torchrl.collectors._base import BaseCollector
 from torchrl.collectors._loop import _NO_POLICY, StepLoop
@@ -299,7 +299,7 @@ class Collector(BaseCollector):
 
     def _set_frames(self, frames_per_batch: int, total_frames: int | None, init_random_frames: int | None) -> None:
         if not isinstance(frames_per_batch, int) or frames_per_batch <= 0:  # (TorchRL: RuntimeError)
-            raise _ValueRuntimeError(f"Collector: frames_per_batch must be a positive int, got {frames_per_batch!r}.")
+            raise ValueRuntimeError(f"Collector: frames_per_batch must be a positive int, got {frames_per_batch!r}.")
         n_env = self.env.batch_size.numel()
         steps = -(-frames_per_batch // n_env)
         if steps * n_env != frames_per_batch:

@@ -1,8 +1,8 @@
 """What ``EnvBase.reset(tensordict)`` returns when ``"_reset"`` masks select only some sub-environments.
 
 As in TorchRL, the rows a mask selects take the reset's outputs, and the entries the reset did not write are
-zeroed there; the other rows keep the input's values (zeros for outputs the input lacks). A group's mask (``("agents", "_reset")``) applies to
-that group's sub-TensorDict, the root mask to everything else; in an env without root done entries, the root
+zeroed there; the other rows keep the input's values (zeros for outputs the input lacks). A group's mask
+(``("agents", "_reset")``) applies to that group's sub-TensorDict, the root mask to everything else; in an env without root done entries, the root
 entries outside the groups keep the input's values. A mask that selects every row is a full reset (the input's
 other entries are kept as they are). Lazily stacked groups (agents of different shapes) are blended member by
 member.
@@ -45,7 +45,7 @@ def _blend(previous: TensorDictBase, fresh: TensorDictBase, mask: torch.Tensor, 
     def view(ndim: int) -> torch.Tensor:
         m = views.get(ndim)
         if m is None:
-            m = views[ndim] = mask.reshape(mask.shape + (1,) * (ndim - mask.ndim)) if ndim > mask.ndim else mask
+            m = views[ndim] = _view(mask, ndim)
         return m
 
     fresh_keys = set(fresh.keys())
@@ -61,30 +61,41 @@ def _blend(previous: TensorDictBase, fresh: TensorDictBase, mask: torch.Tensor, 
                 _blend(old, new, mask, skip, prefix + (key,), pad, keep)
             continue
         if new is None:  # an input entry the reset does not write: zeroed where reset
-            fast_set(fresh, key, old.masked_fill(view(old.ndim), 0) if mask.numel() != 1 else (old.new_zeros(()).expand_as(old).clone() if bool(mask) else old))
+            fast_set(fresh, key, _zeroed(old, view(old.ndim)))
         elif not keep and (type(new) is torch.Tensor or not is_tensor_collection(new)) and new.shape == old.shape:
             fast_set(fresh, key, where_reset(view(old.ndim), new, old if old.dtype == new.dtype else old.to(new.dtype)))
     if pad:
         for key in fresh_keys.difference(previous.keys()):  # outputs the input lacks: zeros outside the mask
-            _keep_masked(fresh, key, fast_get(fresh, key), mask)
+            _keep_masked(fresh, key, fast_get(fresh, key), ~mask)
 
 
-def _keep_masked(fresh: TensorDictBase, key: str, new, mask: torch.Tensor) -> None:
-    """``fresh[key]`` zeroed outside ``mask``."""
+def _view(mask: torch.Tensor, ndim: int) -> torch.Tensor:
+    """``mask`` (over leading dims) with trailing singleton dims, to broadcast over ``ndim``-dim values."""
+    return mask.reshape(mask.shape + (1,) * (ndim - mask.ndim)) if ndim > mask.ndim else mask
+
+
+def _zeroed(value: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``value`` with zeros where ``mask`` (already viewed for it) is set; ``value`` itself when nothing is."""
+    if mask.numel() == 1:  # the usual unbatched reset: no torch op
+        return torch.zeros_like(value) if bool(mask) else value
+    return value.masked_fill(mask.to(value.device), 0)
+
+
+def _keep_masked(fresh: TensorDictBase, key: str, new, drop: torch.Tensor) -> None:
+    """``fresh[key]`` zeroed where ``drop`` (a mask over its leading dims) is set, recursing into collections."""
     if is_tensor_collection(new):
         if isinstance(new, LazyStackedTensorDict):
             dim = new.stack_dim
             for i, member in enumerate(new.tensordicts):
-                m = _as_batch_mask(mask.select(dim, i) if mask.ndim > dim else mask, member.batch_size)
+                m = _as_batch_mask(drop.select(dim, i) if drop.ndim > dim else drop, member.batch_size)
                 for k in list(member.keys()):
                     _keep_masked(member, k, member.get(k), m)
             return
-        m = _as_batch_mask(mask, new.batch_size)
+        m = _as_batch_mask(drop, new.batch_size)
         for k in list(new.keys()):
             _keep_masked(new, k, new.get(k), m)
         return
-    m = mask.reshape(mask.shape + (1,) * (new.ndim - mask.ndim)) if new.ndim >= mask.ndim else mask
-    fresh.set(key, where_reset(m.to(new.device), new, torch.zeros((), dtype=new.dtype, device=new.device).expand_as(new)))
+    fresh.set(key, _zeroed(new, _view(drop, new.ndim)))
 
 
 def blend_partial_reset(

@@ -11,15 +11,13 @@ from typing import Any, Callable, Iterable
 import torch
 from tensordict import TensorDictBase
 
+from torchrl._errors import ValueRuntimeError
 from torchrl._fast_call import direct_module_call
 from torchrl._td import any_true, fast_get, fast_set, name_time_dim, stack_tds
 from torchrl.envs._policy_args import wrap_function_for_rollout
 
 __all__ = ["rollout"]
 
-
-class _RolloutArgumentError(ValueError, RuntimeError):
-    """A bad ``rollout`` argument: a ``ValueError``, and TorchRL's ``RuntimeError``."""
 
 
 class _BreaksError(ValueError, TypeError):
@@ -115,7 +113,7 @@ def rollout(
 ) -> TensorDictBase:
     """See :meth:`torchrl.envs.EnvBase.rollout`."""
     if max_steps < 1:
-        raise _RolloutArgumentError(f"rollout: max_steps must be >= 1, got {max_steps}.")
+        raise ValueRuntimeError(f"rollout: max_steps must be >= 1, got {max_steps}.")
     if policy is not None and actions is not None:
         raise ValueError("rollout: pass either a policy or actions, not both.")
     any_done, all_done = _resolve_breaks(break_when_any_done, break_when_all_done)
@@ -126,7 +124,7 @@ def rollout(
         td = env.reset(tensordict)
     else:
         if tensordict is None:
-            raise _RolloutArgumentError("rollout: auto_reset=False requires an initial `tensordict`.")
+            raise ValueRuntimeError("rollout: auto_reset=False requires an initial `tensordict`.")
         td = env.maybe_reset(tensordict)
 
     columns = None

@@ -6,6 +6,8 @@ from typing import Any, Sequence, Union
 import numpy as np
 import torch
 
+from torchrl._errors import ValueRuntimeError as _ValueRuntimeError  # (the spec modules import it from here)
+
 DEVICE_TYPING = Union[torch.device, str, int]
 INDEX_TYPING = Union[int, torch.Tensor, np.ndarray, slice, list]
 SHAPE_INDEX_TYPING = Union[
@@ -160,9 +162,6 @@ class _DimError(IndexError, ValueError):
     the method and the spec, so ours is both (code catching either catches it)."""
 
 
-class _ValueRuntimeError(ValueError, RuntimeError):
-    """A value or shape that does not fit: TorchRL raises ValueError or RuntimeError depending on the spec (or
-    RuntimeError where the natural type is ValueError), so ours is both."""
 
 
 _ShapeError = _ValueRuntimeError

@@ -26,6 +26,7 @@ import cloudpickle
 import torch
 from tensordict import LazyStackedTensorDict, TensorDictBase
 
+from torchrl._errors import ValueRuntimeError
 from torchrl._td import fast_get
 from torchrl.envs.batched._buffers import Layout
 from torchrl.envs.batched._specs import first_difference, heterogeneous_key, stack_specs
@@ -52,9 +53,6 @@ class _WorkersCountError(ValueError, IndexError):
     """``num_workers`` below 1 (TorchRL: IndexError, from its first worker lookup)."""
 
 
-class _WorkersMismatchError(ValueError, RuntimeError):
-    """Per-worker arguments whose count is not ``num_workers`` (TorchRL: RuntimeError)."""
-
 
 def _normalize(num_workers: int, create_env_fn, create_env_kwargs, cls_name: str) -> tuple[list, list]:
     if not isinstance(num_workers, int) or isinstance(num_workers, bool):
@@ -64,7 +62,7 @@ def _normalize(num_workers: int, create_env_fn, create_env_kwargs, cls_name: str
     if isinstance(create_env_fn, (list, tuple)):
         fns = list(create_env_fn)
         if len(fns) != num_workers:
-            raise _WorkersMismatchError(
+            raise ValueRuntimeError(
                 f"{cls_name}: create_env_fn is a list of {len(fns)} callables but num_workers={num_workers}; pass one "
                 f"callable per worker, or a single callable."
             )
@@ -86,7 +84,7 @@ def _normalize(num_workers: int, create_env_fn, create_env_kwargs, cls_name: str
     else:
         kwargs = [dict(kw) for kw in create_env_kwargs]
         if len(kwargs) != num_workers:
-            raise _WorkersMismatchError(
+            raise ValueRuntimeError(
                 f"{cls_name}: create_env_kwargs is a list of {len(kwargs)} dicts but num_workers={num_workers}."
             )
     return fns, kwargs

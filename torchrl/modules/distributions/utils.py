@@ -12,6 +12,8 @@ from numbers import Number
 import torch
 from torch import distributions as D
 
+from torchrl._errors import ValueRuntimeError
+
 __all__ = ["FasterTransformedDistribution", "has_analytic_entropy", "has_analytic_kl", "safetanh", "safeatanh"]
 
 D.Distribution.set_default_validate_args(False)
@@ -104,9 +106,6 @@ class _Bounds:
 _BOUNDS_CACHE: dict = {}
 
 
-class _BoundsError(ValueError, RuntimeError):
-    """``low >= high``: a ``ValueError`` (TorchRL's TanhDelta), also the ``RuntimeError`` of TorchRL's TanhNormal."""
-
 
 def _bounds(low, high, owner: str, device: torch.device) -> _Bounds:
     """The ``_Bounds`` for ``low``/``high``: numbers, or tensors (validated once per tensor version)."""
@@ -116,7 +115,7 @@ def _bounds(low, high, owner: str, device: torch.device) -> _Bounds:
         if hit is not None:
             return hit
         if not low < high:
-            raise _BoundsError(f"{owner}: low must be strictly smaller than high, got low={low} and high={high}.")
+            raise ValueRuntimeError(f"{owner}: low must be strictly smaller than high, got low={low} and high={high}.")
         half = (high - low) / 2.0
         out = _Bounds(float(low), float(high), (high + low) / 2.0, half, math.log(half), low == -1.0 and high == 1.0)
         if len(_BOUNDS_CACHE) > 64:
@@ -134,7 +133,7 @@ def _bounds(low, high, owner: str, device: torch.device) -> _Bounds:
     if hit is not None and hit[0] is low and hit[1] is high:
         return hit[2]
     if not bool((low_t < high_t).all()):
-        raise _BoundsError(
+        raise ValueRuntimeError(
             f"{owner}: low must be strictly smaller than high everywhere, got low={low_t.tolist()} and "
             f"high={high_t.tolist()}."
         )

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from torchrl._errors import ValueRuntimeError
+
 from torchrl.modules.models.convnet import ConvNet
 from torchrl.modules.models.mixers import Mixer, QMixer, VDNMixer  # TorchRL's import path for the mixers
 from torchrl.modules.models.mlp import MLP
@@ -13,10 +15,6 @@ from torchrl.modules.models.multiagent_base import MultiAgentNetBase
 
 __all__ = ["MultiAgentNetBase", "MultiAgentMLP", "MultiAgentConvNet", "Mixer", "QMixer", "VDNMixer"]
 
-
-class _FeatureSizeError(ValueError, RuntimeError):
-    """Wrong number of input features per agent: a ``ValueError``, also the ``RuntimeError`` TorchRL raises (from
-    its batched matmul)."""
 
 
 class MultiAgentMLP(MultiAgentNetBase):
@@ -108,7 +106,7 @@ class MultiAgentMLP(MultiAgentNetBase):
                 f"{tuple(x.shape)}."
             )
         if self.n_agent_inputs is not None and x.shape[-1] != self.n_agent_inputs:
-            raise _FeatureSizeError(
+            raise ValueRuntimeError(
                 f"MultiAgentMLP: expected {self.n_agent_inputs} features per agent, got {x.shape[-1]} "
                 f"(input shape {tuple(x.shape)})."
             )
