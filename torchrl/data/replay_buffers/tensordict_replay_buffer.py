@@ -6,7 +6,6 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchrl._td import new_td, shallow_dict
 from torchrl.data.replay_buffers import _buffer_ops as ops
 from torchrl.data.replay_buffers.replay_buffer import ReplayBuffer
 from torchrl.data.replay_buffers.samplers.prioritized import PrioritizedSampler
@@ -18,8 +17,8 @@ class TensorDictReplayBuffer(ReplayBuffer):
 
     Sampled batches carry the sample info as entries: ``"index"`` (the storage index of every element,
     stacked coordinates for multi-dimensional storages), ``"priority_weight"`` with prioritized samplers,
-    slice boundary flags with slice samplers. As in TorchRL, the default writer stores each element's slot as
-    an ``"index"`` entry (``rb[:]`` has it too) and the extended tensordict is left as it was; a sampled batch
+    slice boundary flags with slice samplers. As in TorchRL, elements read back carry their slot as an
+    ``"index"`` entry (``rb[:]`` has it too) and the extended tensordict is left as it was; a sampled batch
     whose ``priority_key`` entry was filled (e.g. by a loss) can be passed to :meth:`update_tensordict_priority`.
 
     Keyword Args:
@@ -45,8 +44,6 @@ class TensorDictReplayBuffer(ReplayBuffer):
         self.priority_key = priority_key
 
     def add(self, data: TensorDictBase) -> int:
-        if isinstance(data, TensorDictBase):
-            data = data.copy()  # the writer stores the slot as "index": the caller's TensorDict stays as it was
         index = super().add(data)
         if (
             index is not None
@@ -58,25 +55,20 @@ class TensorDictReplayBuffer(ReplayBuffer):
         return index
 
     def extend(self, tensordicts: TensorDictBase, *, update_priority: bool | None = None) -> torch.Tensor:
-        if isinstance(tensordicts, TensorDictBase):
-            # the writer stores each slot as "index" in what it is given: a top-level copy keeps the input as it was
-            entries = shallow_dict(tensordicts)
-            tensordicts = (tensordicts.copy() if entries is None
-                           else new_td(entries, tensordicts.batch_size, tensordicts.device, convert_dicts=False))
         index = super().extend(tensordicts)
         if not isinstance(tensordicts, TensorDictBase) or index is None or index.numel() == 0:
             return index
-        if "index" not in tensordicts.keys() and tensordicts.batch_dims and index.numel() == tensordicts.shape[0]:
-            batch = tensordicts.batch_size  # another writer: the index still serves update_tensordict_priority
-            tensordicts.set("index", index.reshape(-1, *([1] * (len(batch) - 1))).expand(batch))
         if update_priority is None:
             update_priority = isinstance(self._sampler, PrioritizedSampler) and self.priority_key in tensordicts.keys(True)
         if update_priority:
+            if tensordicts.batch_dims and index.numel() == tensordicts.shape[0]:
+                batch = tensordicts.batch_size  # the written slots, in a copy: the input stays as it was
+                tensordicts = tensordicts.copy().set("index", index.reshape(-1, *([1] * (len(batch) - 1))).expand(batch))
             self.update_tensordict_priority(tensordicts)
         return index
 
     def __getitem__(self, index):
-        """The stored elements at ``index`` with their slots as an ``"index"`` entry (TorchRL stores it)."""
+        """The stored elements at ``index`` with their slots as an ``"index"`` entry (as TorchRL's)."""
         if isinstance(index, tuple) and len(index) == 1 and self._storage.ndim == 1:
             index = index[0]  # a coordinate tuple, as slice samplers report in their info
         data = super().__getitem__(index)

@@ -193,9 +193,10 @@ class RoundRobinWriter(Writer):
 
 
 class TensorDictRoundRobinWriter(RoundRobinWriter):
-    """A :class:`RoundRobinWriter` for TensorDict data: as TorchRL's, it writes each element's slot into the
-    data as an ``"index"`` entry, which is stored with it (:class:`TensorDictReplayBuffer` passes it a shallow
-    copy, so that the caller's TensorDict is left as it was).
+    """A :class:`RoundRobinWriter` for TensorDict data: as TorchRL's, every element carries its slot as an
+    ``"index"`` entry when read back. Tensor storages do not keep that column (it always equals the slot:
+    reads through :class:`TensorDictReplayBuffer` rebuild it); storages of element objects (``ListStorage``)
+    store each element with it. The written TensorDict itself is left as it was.
 
     Examples:
         >>> import torch
@@ -205,15 +206,22 @@ class TensorDictRoundRobinWriter(RoundRobinWriter):
         >>> rb = TensorDictReplayBuffer(storage=LazyTensorStorage(3), writer=TensorDictRoundRobinWriter())
         >>> rb.extend(TensorDict(a=torch.arange(4), batch_size=[4])).tolist()
         [0, 1, 2, 0]
+        >>> rb[:]["index"].tolist()
+        [0, 1, 2]
     """
 
+    def _keeps_index(self) -> bool:
+        """Whether the storage keeps an ``"index"`` entry written into the data (tensor layouts ignore it)."""
+        storage = self._storage
+        return not (getattr(storage, "_layout", None) is not None or not getattr(storage, "initialized", True))
+
     def add(self, data: Any) -> int | torch.Tensor:
-        if isinstance(data, TensorDictBase):  # as TorchRL: the slot is written into the data, and stored with it
+        if isinstance(data, TensorDictBase) and self._keeps_index():
             data = _with_index(data, torch.tensor(self._cursor))
         return super().add(data)
 
     def extend(self, data: Sequence) -> torch.Tensor:
-        if isinstance(data, TensorDictBase) and data.batch_dims:
+        if isinstance(data, TensorDictBase) and data.batch_dims and self._keeps_index():
             storage = self._storage
             n = data.shape[0]
             capacity = (storage._capacity_rows if getattr(storage, "initialized", False)
@@ -231,8 +239,7 @@ class TensorDictRoundRobinWriter(RoundRobinWriter):
 
 
 def _with_index(data: TensorDictBase, index: torch.Tensor) -> TensorDictBase:
-    """``data`` with an ``"index"`` entry (written in place, or into a shallow copy of a locked TensorDict)."""
-    if data.is_locked:
-        data = data.copy()
+    """A shallow copy of ``data`` with an ``"index"`` entry (the caller's TensorDict stays as it was)."""
+    data = data.copy()
     data.set("index", index)
     return data
