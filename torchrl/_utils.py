@@ -269,3 +269,11 @@ def print_directory_tree(path: str, indent: str = "", display_metadata: bool = T
             print_directory_tree(full, indent + "    ", display_metadata=False)
         else:
             logger.info(indent + "    " + entry)
+
+
+def name_time_dim(td):
+    """Names ``td``'s last batch dim ``"time"``, the others unnamed (as TorchRL names rollouts and collector
+    batches); returns ``td``."""
+    if td.batch_dims:
+        td.names = [None] * (td.batch_dims - 1) + ["time"]
+    return td

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 from tensordict import TensorDictBase
 from torch.utils.data import IterableDataset
 
-from torchrl._td import name_time_dim
+from torchrl._utils import name_time_dim
 from torchrl.collectors._profile import ProfileConfig
 from torchrl.collectors.utils import split_trajectories
 from torchrl.collectors.weight_update import WeightUpdaterBase

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
-from torchrl._td import fast_get, fast_set, new_td
+from torchrl._fast import fast_get, fast_set, new_td
 
 __all__ = ["StepLoop", "Stacker", "build", "targets_of", "tree_template"]
 

@@ -32,7 +32,7 @@ from torch import nn
 from torchrl._deprecation import rename_kwargs
 from torchrl._errors import ValueRuntimeError
 from torchrl._exploration import ExplorationType
-from torchrl._td import fast_get
+from torchrl._fast import fast_get
 from torchrl.collectors._base import BaseCollector
 from torchrl.collectors._loop import Stacker
 from torchrl.collectors._multi_worker import OP_COLLECT, OP_WEIGHTS, WorkerSpec

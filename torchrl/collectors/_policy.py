@@ -2,7 +2,7 @@
 
 ``make_actor(policy, env, ...)`` returns ``(act, module)``: ``act(td) -> td`` writes the actions into
 ``td``; ``module`` is the ``nn.Module`` whose weights updates target (``None`` for random actions or plain
-callables). Plain ``TensorDictModule`` policies get a direct call path (:mod:`torchrl._fast_call`) that skips the
+callables). Plain ``TensorDictModule`` policies get a direct call path (:mod:`torchrl._fast`) that skips the
 generic dispatch; anything unusual takes the public call.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictModuleBase
 from torch import nn
 
-from torchrl._fast_call import direct_module_call
+from torchrl._fast import direct_module_call
 from torchrl.envs._policy_args import function_arg_names, takes_tensordict
 
 __all__ = ["make_actor", "wrap_policy", "module_device"]

@@ -17,7 +17,7 @@ import uuid
 import torch
 from tensordict import TensorDict
 
-from torchrl._td import new_td
+from torchrl._fast import new_td
 
 __all__ = ["ShmLayout", "shm_dir", "new_prefix", "remove_prefixed"]
 

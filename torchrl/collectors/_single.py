@@ -11,7 +11,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from torchrl._td import name_time_dim
+from torchrl._utils import name_time_dim
 from torchrl._deprecation import rename_kwargs
 from torchrl._errors import ValueRuntimeError
 from torchrl._exploration import ExplorationType, set_exploration_type

@@ -13,7 +13,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._td import any_true, fast_get, fast_set
+from torchrl._fast import any_true, fast_get, fast_set
 
 __all__ = ["DoneStructure", "as_tuple", "from_tuple", "sort_keys", "where_reset"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from tensordict import LazyStackedTensorDict, TensorDictBase, is_tensor_collection
 
-from torchrl._td import fast_get, fast_set
+from torchrl._fast import fast_get, fast_set
 from torchrl.envs._done import where_reset
 
 __all__ = ["blend_partial_reset"]

@@ -12,8 +12,9 @@ import torch
 from tensordict import TensorDictBase
 
 from torchrl._errors import ValueRuntimeError
-from torchrl._fast_call import direct_module_call
-from torchrl._td import any_true, fast_get, fast_set, name_time_dim, stack_tds
+from torchrl._fast import direct_module_call
+from torchrl._fast import any_true, fast_get, fast_set, stack_tds
+from torchrl._utils import name_time_dim
 from torchrl.envs._policy_args import wrap_function_for_rollout
 
 __all__ = ["rollout"]

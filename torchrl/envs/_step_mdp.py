@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, is_tensor_collection
 
-from torchrl._td import new_td
+from torchrl._fast import new_td
 
 __all__ = ["merge_missing", "merge_structures", "fast_step_mdp", "prune_emptied", "structure_copy"]
 

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDictBase
 
-from torchrl._td import fast_get, new_td
+from torchrl._fast import fast_get, new_td
 from torchrl.data.tensor_specs import Categorical, Composite, NonTensor, TensorSpec, Unbounded
 from torchrl.envs._wrapper import _EnvWrapper
 from torchrl.envs.common import EnvBase

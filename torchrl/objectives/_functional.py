@@ -19,7 +19,7 @@ from tensordict.utils import Buffer
 from torch import nn
 from torch.func import functional_call
 
-from torchrl._td import fast_get
+from torchrl._fast import fast_get
 
 __all__ = [
     "plain_module", "find_producer", "follow_path", "stack_module_params", "EnsembleCall", "ModuleRunner",

@@ -24,7 +24,7 @@ from tensordict.nn import (
 )
 from torch.func import functional_call
 
-from torchrl._td import fast_get
+from torchrl._fast import fast_get
 from torchrl.objectives._functional import plain_module
 
 __all__ = ["ModuleChain", "PolicyHead", "entropy", "head_name", "per_head", "sum_features"]

@@ -20,7 +20,7 @@ from tensordict.nn import TensorDictParams
 from torch import nn
 from torch.nn import functional as F
 
-from torchrl._td import fast_get, new_td
+from torchrl._fast import fast_get, new_td
 from torchrl.objectives._functional import EnsembleCall, plain_module
 from torchrl.objectives.common import LossModule
 from torchrl.objectives.utils import _reduce

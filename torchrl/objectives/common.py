@@ -39,7 +39,7 @@ from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictPara
 from torch import nn
 from torch.nn import Parameter
 
-from torchrl._td import fast_get
+from torchrl._fast import fast_get
 from torchrl.objectives._functional import stack_module_params
 from torchrl.objectives._lazy import PendingNetworks, adopt_placeholders, is_lazy
 from torchrl.objectives.utils import (

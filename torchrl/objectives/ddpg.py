@@ -7,7 +7,7 @@ import torch
 from tensordict import NestedKey, TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictSequential, dispatch
 
-from torchrl._td import new_td
+from torchrl._fast import new_td
 from torchrl.objectives._functional import ModuleRunner, gather_inputs
 from torchrl.objectives.common import LossModule
 from torchrl.objectives.utils import ValueEstimators, _check_reduction, _reduce, distance_loss, hold_out_params

@@ -10,7 +10,7 @@ from tensordict.nn import TensorDictModule, TensorDictModuleBase, dispatch
 from torch import nn
 
 from torchrl._deprecation import warn_once
-from torchrl._td import fast_get, fast_set, new_td
+from torchrl._fast import fast_get, fast_set, new_td
 from torchrl.data.tensor_specs import Binary, Categorical, Composite, MultiOneHot, OneHot, TensorSpec
 from torchrl.envs.utils import step_mdp
 from torchrl.objectives._functional import find_producer, follow_path, plain_module, read_inputs

@@ -11,7 +11,7 @@ from tensordict import NestedKey, TensorDict, TensorDictBase
 from tensordict.nn import ProbabilisticTensorDictSequential, TensorDictModule, dispatch
 from torch import distributions as D
 
-from torchrl._td import new_td
+from torchrl._fast import new_td
 from torchrl.objectives._on_policy import ActorCriticBase, legacy_networks, standardize
 from torchrl.objectives._policy import sum_features
 from torchrl.objectives.common import _MissingEntryError

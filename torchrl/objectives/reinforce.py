@@ -5,7 +5,7 @@ import torch
 from tensordict import TensorDictBase, unravel_key
 from tensordict.nn import ProbabilisticTensorDictSequential, TensorDictModule, dispatch
 
-from torchrl._td import new_td
+from torchrl._fast import new_td
 from torchrl.objectives._on_policy import ActorCriticBase, legacy_networks
 from torchrl.objectives.utils import ValueEstimators, _reduce
 

@@ -12,7 +12,7 @@ import torch
 from tensordict import NestedKey, TensorDictBase
 from tensordict.nn import ProbabilisticTensorDictSequential, TensorDictModule, dispatch
 
-from torchrl._td import fast_set
+from torchrl._fast import fast_set
 from torchrl.data.tensor_specs import Composite, TensorSpec
 from torchrl.objectives._discrete_sac import DiscreteSACLoss
 from torchrl.objectives._functional import gather_inputs

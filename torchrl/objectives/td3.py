@@ -5,7 +5,7 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModule, dispatch
 
-from torchrl._td import new_td
+from torchrl._fast import new_td
 from torchrl.data.tensor_specs import TensorSpec
 from torchrl.objectives._td3_common import _TwinDelayedBase
 from torchrl.objectives.utils import ValueEstimators, _reduce

@@ -27,7 +27,7 @@ import torch
 from tensordict import LazyStackedTensorDict, TensorDictBase
 
 from torchrl._errors import ValueRuntimeError
-from torchrl._td import fast_get
+from torchrl._fast import fast_get
 from torchrl.envs.batched._buffers import Layout
 from torchrl.envs.batched._specs import first_difference, heterogeneous_key, stack_specs
 from torchrl.envs.common import EnvBase

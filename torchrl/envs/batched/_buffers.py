@@ -18,14 +18,14 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._td import fast_get, new_td
+from torchrl._fast import fast_get, new_td
 from torchrl.data.tensor_specs import Composite
 
 __all__ = ["Layout", "allocate", "as_key", "release"]
 
 
 def as_key(key: tuple[str, ...]) -> NestedKey:
-    """The fastest form of a key for :func:`~torchrl._td.fast_get`: a string when not nested."""
+    """The fastest form of a key for :func:`~torchrl._fast.fast_get`: a string when not nested."""
     return key[0] if len(key) == 1 else key
 
 

@@ -17,7 +17,7 @@ import time
 import torch
 from tensordict import TensorDictBase
 
-from torchrl._td import fast_get
+from torchrl._fast import fast_get
 from torchrl.envs.batched._base import BatchedEnvBase
 from torchrl.envs.batched._buffers import allocate
 from torchrl.envs.batched._channel import (

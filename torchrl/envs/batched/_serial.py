@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
-from torchrl._td import fast_get
+from torchrl._fast import fast_get
 from torchrl.envs.batched._base import BatchedEnvBase
 from torchrl.envs.batched._specs import describe, first_difference
 from torchrl.envs.common import EnvBase

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import cloudpickle
 import torch
 
-from torchrl._td import fast_get
+from torchrl._fast import fast_get
 from torchrl.envs.batched._buffers import Layout
 from torchrl.envs.batched._channel import (
     OP_CALL,

@@ -7,8 +7,8 @@ import operator
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchrl._scalars import scalar
-from torchrl._td import fast_get, new_td
+from torchrl._fast import scalar
+from torchrl._fast import fast_get, new_td
 from torchrl.data.tensor_specs import Bounded, Composite, Unbounded
 from torchrl.envs._done import where_reset
 from torchrl.envs.common import EnvBase

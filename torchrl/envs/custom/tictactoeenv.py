@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchrl._td import fast_get, new_td
+from torchrl._fast import fast_get, new_td
 from torchrl.data.tensor_specs import Bounded, Categorical, Composite, Unbounded
 from torchrl.envs.common import EnvBase
 

@@ -3,7 +3,7 @@
 A generic step builds a ``"next"`` TensorDict from the gym outputs, writes it into the step's TensorDict,
 and ``step_mdp`` builds the next root TensorDict; the trajectory is stacked at the end. For one
 (non-vectorized) gym env driven by random actions or by a plain ``TensorDictModule`` (see
-:func:`torchrl._fast_call.plain_parts`), all of that can be replaced by appending the step's values to
+:func:`torchrl._fast.plain_parts`), all of that can be replaced by appending the step's values to
 Python lists and building each stacked entry once: the loop then costs little more than the raw
 ``env.step`` + network loop. :class:`GymColumns` is that loop. It produces exactly the TensorDict the
 generic path produces (same keys, shapes, dtypes and values; ``test/envs/test_gym_columns.py`` compares
@@ -27,8 +27,8 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import skip_existing
 
-from torchrl._fast_call import hooked, plain_parts
-from torchrl._td import new_td
+from torchrl._fast import hooked, plain_parts
+from torchrl._fast import new_td
 
 __all__ = ["ColumnsNotApplicable", "GymColumns", "plain_gym_keys", "row_stepper"]
 

@@ -22,7 +22,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from torchrl import torchrl_logger
 from torchrl._optional import has_module
-from torchrl._td import fast_get, new_td
+from torchrl._fast import fast_get, new_td
 from torchrl.data.tensor_specs import Categorical, Composite, TensorSpec, Unbounded
 from torchrl.envs._partial_reset import blend_partial_reset
 from torchrl.envs._wrapper import _EnvWrapper

@@ -18,7 +18,7 @@ from tensordict import TensorDictBase
 
 from torchrl._check_mode import check_mode
 from torchrl._optional import has_module
-from torchrl._td import fast_get, new_td
+from torchrl._fast import fast_get, new_td
 from torchrl.data.tensor_specs import Bounded, Categorical, Composite, Unbounded
 from torchrl.envs.common import EnvBase
 from torchrl.envs.gym_like import GymLikeEnv

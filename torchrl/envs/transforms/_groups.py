@@ -5,7 +5,7 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._td import fast_get
+from torchrl._fast import fast_get
 from torchrl.envs._done import as_tuple, from_tuple, where_reset
 
 __all__ = ["done_groups", "restart_where_reset", "reset_key_for"]

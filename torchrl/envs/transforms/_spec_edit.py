@@ -14,7 +14,7 @@ import torch
 from tensordict import TensorDictBase, unravel_key
 from tensordict.utils import NestedKey
 
-from torchrl._td import fast_get, fast_set
+from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Bounded, Composite, TensorSpec, Unbounded
 
 __all__ = [

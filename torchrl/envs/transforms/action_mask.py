@@ -4,7 +4,7 @@ from __future__ import annotations
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._td import fast_get
+from torchrl._fast import fast_get
 from torchrl.data.tensor_specs import Categorical, MultiCategorical, MultiOneHot, OneHot, TensorSpec
 from torchrl.envs.transforms.transform import Transform
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchrl._td import fast_get, fast_set
+from torchrl._fast import fast_get, fast_set
 from torchrl.envs.common import EnvBase, register_env_hook
 from torchrl.envs.transforms.compose import Compose
 from torchrl.envs.transforms.transform import Transform

@@ -7,7 +7,7 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._td import fast_get, fast_set
+from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Composite, TensorSpec, Unbounded
 from torchrl.envs.transforms.transform import Transform, _key_list
 

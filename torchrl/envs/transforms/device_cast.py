@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
-from torchrl._td import fast_get, fast_set
+from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Composite, TensorSpec
 from torchrl.envs.transforms._spec_edit import INPUT_PARTS, OUTPUT_PARTS, edit_leaves, key_pairs
 from torchrl.envs.transforms.transform import Transform

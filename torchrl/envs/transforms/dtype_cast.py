@@ -7,7 +7,7 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._td import fast_get, fast_set
+from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Composite, TensorSpec
 from torchrl.envs.transforms._spec_edit import INPUT_PARTS, OUTPUT_PARTS, cast_spec, edit_leaves, key_pairs, map_keys
 from torchrl.envs.transforms.transform import Transform, _key_list

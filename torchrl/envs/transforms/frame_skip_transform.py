@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from tensordict import TensorDictBase
 
-from torchrl._td import fast_get, fast_set
+from torchrl._fast import fast_get, fast_set
 from torchrl.envs.transforms.transform import Transform
 
 __all__ = ["FrameSkipTransform"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
-from torchrl._td import fast_get, fast_set
+from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Categorical, Composite
 from torchrl.envs._done import from_tuple
 from torchrl.envs.transforms._groups import done_groups

@@ -4,7 +4,7 @@ from __future__ import annotations
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._td import fast_get, fast_set, new_td, shallow_dict
+from torchrl._fast import fast_get, fast_set, new_td, shallow_dict
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs.transforms.transform import Transform, _key_list
 
@@ -34,11 +34,12 @@ def _any_nested(pairs) -> bool:
 def _rename(td: TensorDictBase, pairs, copy: bool, strict: bool, owner: str) -> TensorDictBase:
     """``td`` with each ``src`` moved (or copied) to ``dst``; a missing ``src`` raises ``KeyError`` when ``strict``.
 
-    Plain TensorDicts with top-level keys get a new TensorDict over the same tensors (``td`` is left as it
-    is); anything else is edited in place and returned.
+    Plain TensorDicts get a new TensorDict over the same tensors (``td`` is left as it is); anything else is
+    edited in place and returned.
     """
-    if type(td) is TensorDict and all(type(k) is str for pair in pairs for k in pair):
-        entries = shallow_dict(td)
+    plain = type(td) is TensorDict
+    entries = shallow_dict(td) if plain and all(type(k) is str for pair in pairs for k in pair) else None
+    if entries is not None:
         for src, dst in pairs:
             value = entries.get(src) if copy else entries.pop(src, None)
             if value is None:
@@ -47,6 +48,8 @@ def _rename(td: TensorDictBase, pairs, copy: bool, strict: bool, owner: str) -> 
                 continue
             entries[dst] = value
         return new_td(entries, td.batch_size, td.device)
+    if plain:
+        td = td.copy()
     for src, dst in pairs:
         value = fast_get(td, src)
         if value is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._td import new_td
+from torchrl._fast import new_td
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs.transforms.exclude_transform import _unpack_keys
 from torchrl.envs.transforms.transform import Transform

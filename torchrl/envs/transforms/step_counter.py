@@ -4,8 +4,8 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchrl._scalars import scalar
-from torchrl._td import fast_get, fast_set, writable
+from torchrl._fast import scalar
+from torchrl._fast import fast_get, fast_set, writable
 from torchrl.data.tensor_specs import Bounded, Composite
 from torchrl.envs._done import as_tuple, from_tuple
 from torchrl.envs.transforms._groups import done_groups, restart_where_reset

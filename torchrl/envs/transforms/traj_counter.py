@@ -7,7 +7,7 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._td import fast_get, fast_set
+from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Bounded, Composite
 from torchrl.envs._done import as_tuple, from_tuple
 from torchrl.envs.transforms._groups import done_groups

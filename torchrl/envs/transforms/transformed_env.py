@@ -7,7 +7,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from torchrl._auto_unwrap import auto_unwrap_transformed_env
-from torchrl._td import writable
+from torchrl._fast import writable
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs._step_mdp import structure_copy
 from torchrl.envs.common import EnvBase, register_env_hook

@@ -9,7 +9,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._td import fast_get, fast_set
+from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Composite, TensorSpec, Unbounded
 from torchrl.envs._done import as_tuple, from_tuple
 from torchrl.envs.transforms._spec_edit import key_pairs

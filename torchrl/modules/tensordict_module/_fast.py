@@ -14,7 +14,7 @@ from tensordict.nn import ProbabilisticTensorDictModule, TensorDictModule, skip_
 from tensordict.nn.probabilistic import InteractionType, interaction_type
 from torch.nn.modules import module as _torch_module
 
-from torchrl._td import fast_get, fast_set
+from torchrl._fast import fast_get, fast_set
 
 __all__ = ["call_direct", "direct_ok", "fast_input", "plain", "prob_direct_ok", "run_module", "sample_direct"]
 

@@ -13,7 +13,7 @@ from tensordict.utils import NestedKey, unravel_key
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from torchrl._td import fast_get, fast_set, new_td
+from torchrl._fast import fast_get, fast_set, new_td
 from torchrl.data.tensor_specs import Unbounded
 from torchrl.envs.transforms.tensordict_primer import TensorDictPrimer
 from torchrl.modules.tensordict_module._rnn_core import _flat_weights, padded_run, scan_run

@@ -18,7 +18,7 @@ from tensordict.utils import NestedKey, unravel_key
 from torch import nn
 
 from torchrl._deprecation import warn_once
-from torchrl._td import fast_get, fast_set
+from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Categorical, Composite, MultiCategorical, MultiOneHot, OneHot, TensorSpec
 
 __all__ = [

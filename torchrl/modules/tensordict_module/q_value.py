@@ -15,7 +15,7 @@ from tensordict.nn import TensorDictModule, TensorDictModuleBase, dispatch
 from tensordict.utils import NestedKey, unravel_key
 from torch import nn
 
-from torchrl._td import fast_get, fast_set
+from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Binary, Categorical, Composite, MultiOneHot, OneHot, TensorSpec
 from torchrl.modules.models.distributional import DistributionalDQNnet
 from torchrl.modules.tensordict_module.common import _SpecMixin

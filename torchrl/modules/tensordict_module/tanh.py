@@ -7,7 +7,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModuleBase, dispatch
 from tensordict.utils import NestedKey, unravel_key
 
-from torchrl._td import fast_get, fast_set
+from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Composite, TensorSpec
 
 __all__ = ["TanhModule"]

@@ -1,11 +1,13 @@
-"""Fast TensorDict access for hot paths (env steps, rollouts, collectors, buffers).
+"""Fast TensorDict access for hot paths (env steps, rollouts, collectors, buffers): the one module that reads
+tensordict's internals (``_tensordict``, ``_new_unsafe``, ``_set_str``, ``_batch_size``, the lock flag).
 
 Plain ``TensorDict`` instances keep their entries in a dict; reading and writing it directly costs a
 fraction of the public ``get``/``set`` (which validate keys, shapes and devices on every call). These
 helpers take the fast route only for exact ``TensorDict`` instances whose inputs we produced or already
 checked, and fall back to the public API for anything else (lazy stacks, tensorclasses, subclasses).
-``test/test_td_fast.py`` checks that both routes agree, so a tensordict upgrade that changes the
-internals fails loudly instead of silently.
+``test/test_fast_tensordicts.py`` checks that both routes agree, so a tensordict upgrade that changes the
+internals fails loudly instead of silently. With the fast paths off (:func:`torchrl._fast.set_fast_paths`)
+every helper takes the public route.
 """
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from typing import Any
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
-__all__ = ["any_true", "fast_get", "fast_set", "name_time_dim", "new_td", "shallow_dict", "stack_tds", "writable"]
+from torchrl._fast import _switch
+
+__all__ = ["any_true", "entries", "fast_get", "fast_set", "new_td", "shallow_dict", "stack_tds", "writable"]
 
 _TD = TensorDict
 _batch_of = attrgetter("_batch_size")  # TensorDict.batch_size's own storage, read without the property call
@@ -25,7 +29,7 @@ _entries_of = attrgetter("_tensordict")
 
 def fast_get(td: TensorDictBase, key, default: Any = None):
     """``td.get(key, default)``, skipping validation for plain TensorDicts."""
-    if type(td) is _TD:
+    if type(td) is _TD and _switch.ON:
         if type(key) is str:
             return td._tensordict.get(key, default)
         sub = td
@@ -49,7 +53,7 @@ def any_true(t: torch.Tensor) -> bool:
     comparing their bytes with zeros costs about half of ``any`` plus a read."""
     if t.numel() == 1:
         return bool(t)
-    if t.dtype is torch.bool and t.is_cpu:
+    if t.dtype is torch.bool and t.is_cpu and _switch.ON:
         try:
             raw = t.numpy().tobytes()
         except (RuntimeError, TypeError):  # tensor subclasses, functorch wrappers: the torch route
@@ -66,7 +70,7 @@ def any_true(t: torch.Tensor) -> bool:
 def writable(td: TensorDictBase) -> bool:
     """Whether ``td`` is a plain TensorDict whose entry dict may be written directly (unlocked, and not an
     unpickled consolidated copy: the checks tensordict's own ``_set_str`` makes before it writes)."""
-    if type(td) is not _TD:
+    if type(td) is not _TD or not _switch.ON:
         return False
     d = td.__dict__
     return not d.get("_is_locked") and "_consolidated" not in d
@@ -74,7 +78,7 @@ def writable(td: TensorDictBase) -> bool:
 
 def fast_set(td: TensorDictBase, key, value: torch.Tensor) -> None:
     """``td.set(key, value)`` for values already known to have ``td``'s batch shape and device."""
-    if type(td) is _TD and type(key) is str:
+    if type(td) is _TD and type(key) is str and _switch.ON:
         d = td.__dict__
         if not d.get("_is_locked") and "_consolidated" not in d:  # as writable(), without the call
             td._tensordict[key] = value
@@ -92,13 +96,26 @@ def new_td(
     ``convert_dicts=False`` promises that no value is a plain ``dict`` (only tensors and TensorDicts), which
     skips the per-entry type test that turns such dicts into sub-TensorDicts.
     """
-    return _TD._new_unsafe(source, batch_size=batch_size, device=device, nested=convert_dicts)
+    if _switch.ON:
+        return _TD._new_unsafe(source, batch_size=batch_size, device=device, nested=convert_dicts)
+    return _TD(source, batch_size=batch_size, device=device)
 
 
 def shallow_dict(td: TensorDictBase) -> dict | None:
-    """A copy of the top-level entry dict of a plain TensorDict (``None`` for other types)."""
-    if type(td) is _TD:
+    """A copy of the top-level entry dict of a plain TensorDict (``None`` for other types, or fast paths off)."""
+    if type(td) is _TD and _switch.ON:
         return dict(td._tensordict)
+    return None
+
+
+def entries(td: Any) -> dict | None:
+    """The entry dict of a plain TensorDict, to be READ only (``None`` for other types, or fast paths off).
+
+    Values are tensors or nested TensorDicts (of any class); write through :func:`fast_set`, or into the
+    dict only after :func:`writable` said yes.
+    """
+    if type(td) is _TD and _switch.ON:
+        return td._tensordict
     return None
 
 
@@ -151,14 +168,6 @@ def _columns(dicts: list, template: list) -> list:
     return out
 
 
-def name_time_dim(td: TensorDictBase) -> TensorDictBase:
-    """Names ``td``'s last batch dim ``"time"``, the others unnamed (as TorchRL names rollouts and collector
-    batches); returns ``td``."""
-    if td.batch_dims:
-        td.names = [None] * (td.batch_dims - 1) + ["time"]
-    return td
-
-
 def stack_tds(tds: list[TensorDictBase], dim: int = 0) -> TensorDictBase:
     """``torch.stack(tds, dim)``, faster for lists of plain TensorDicts sharing one structure.
 
@@ -167,7 +176,7 @@ def stack_tds(tds: list[TensorDictBase], dim: int = 0) -> TensorDictBase:
     lazily where the elements' structures or leaf shapes differ (as TorchRL's rollouts do).
     """
     first = tds[0]
-    if type(first) is not _TD or dim < 0 or dim > first.batch_dims:
+    if type(first) is not _TD or dim < 0 or dim > first.batch_dims or not _switch.ON:
         return _general_stack(tds, dim)
     template = _template(first)
     if template is None:

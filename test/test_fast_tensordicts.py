@@ -1,11 +1,11 @@
-"""The fast TensorDict helpers of ``torchrl._td`` agree with tensordict's public API on every route."""
+"""The fast TensorDict helpers of ``torchrl._fast`` agree with tensordict's public API on every route."""
 import pickle
 
 import pytest
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict
 
-from torchrl._td import any_true, fast_get, fast_set, new_td, shallow_dict, stack_tds
+from torchrl._fast import any_true, fast_get, fast_set, new_td, shallow_dict, stack_tds
 
 
 def _nested():

@@ -1,11 +1,11 @@
-"""``torchrl._fast_call``: the direct policy call gives exactly what ``policy(td)`` gives, or defers to it."""
+"""``torchrl._fast``: the direct policy call gives exactly what ``policy(td)`` gives, or defers to it."""
 import pytest
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict
 from tensordict.nn import TensorDictModule, set_skip_existing
 from torch import nn
 
-from torchrl._fast_call import direct_module_call
+from torchrl._fast import direct_module_call
 from torchrl.envs import PendulumEnv
 
 

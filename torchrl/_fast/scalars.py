@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import torch
 
+from torchrl._fast import _switch
+
 __all__ = ["scalar"]
 
 _CACHE: dict = {}
@@ -20,11 +22,11 @@ _MAX_ENTRIES = 4096
 def scalar(value, dtype: torch.dtype, device: torch.device | None = None):
     """A shared 0-dim tensor holding ``value`` (``dtype``, ``device``; CPU when ``None``).
 
-    While ``torch.compile`` traces, returns a fresh (uncached) tensor: the cache is host-side state.
+    While ``torch.compile`` traces, or with the fast paths off, returns a fresh (uncached) tensor: the cache is host-side state.
 
     Examples:
         >>> import torch
-        >>> from torchrl._scalars import scalar
+        >>> from torchrl._fast import scalar
         >>> x = torch.ones(3)
         >>> torch.equal(x + scalar(0.5, x.dtype), x + 0.5)
         True
@@ -32,7 +34,7 @@ def scalar(value, dtype: torch.dtype, device: torch.device | None = None):
     key = (value, dtype, device)
     out = _CACHE.get(key)
     if out is None:
-        if torch.compiler.is_compiling():
+        if torch.compiler.is_compiling() or not _switch.ON:
             return torch.tensor(value, dtype=dtype, device=device)
         if len(_CACHE) >= _MAX_ENTRIES:  # e.g. NaN keys never match: keep the memo bounded
             _CACHE.clear()

@@ -16,7 +16,8 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule, skip_existing
 from torch.nn.modules import module as _torch_module
 
-from torchrl._td import fast_get, fast_set
+from torchrl._fast import _switch
+from torchrl._fast.tensordicts import fast_get, fast_set
 
 __all__ = ["direct_module_call", "hooked", "plain_parts"]
 
@@ -54,6 +55,8 @@ def direct_module_call(policy) -> Callable[[TensorDictBase], TensorDictBase] | N
     The returned function falls back to ``policy(td)`` per call for anything but a plain ``TensorDict``
     holding every input, outside skip-existing mode, with no hook registered since.
     """
+    if not _switch.ON:
+        return None
     parts = plain_parts(policy)
     if parts is None:
         return None
