@@ -33,7 +33,7 @@ from torch import nn
 sys.path.insert(0, os.path.dirname(__file__))
 from _common import interleaved_best, report, single_thread  # noqa: E402
 
-from torchrl._exploration import ExplorationType, set_exploration_type  # noqa: E402
+from torchrl._utils._exploration import ExplorationType, set_exploration_type  # noqa: E402
 from torchrl.modules.distributions import TanhNormal  # noqa: E402
 from torchrl.modules.tensordict_module import LSTMModule, ProbabilisticActor, set_recurrent_mode  # noqa: E402
 

@@ -68,7 +68,7 @@ def _capture(module, name: str, run) -> dict:
 def _case_actor(measure) -> list[tuple[str, str, int]]:
     import bench_modules
 
-    from torchrl._exploration import ExplorationType, set_exploration_type
+    from torchrl._utils._exploration import ExplorationType, set_exploration_type
 
     pairs = []
     for batch, calls in ((1, 200), (1024, 20)):

@@ -40,7 +40,7 @@ from tensordict.nn import TensorDictModule
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import rss_mib  # noqa: E402
 
-from torchrl._atomic import atomic_directory  # noqa: E402
+from torchrl._utils._atomic import atomic_directory  # noqa: E402
 from torchrl.collectors import MultiSyncCollector  # noqa: E402
 from torchrl.data import LazyMemmapStorage, TensorDictPrioritizedReplayBuffer  # noqa: E402
 from torchrl.envs import PendulumEnv  # noqa: E402

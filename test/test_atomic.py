@@ -1,4 +1,4 @@
-"""``torchrl._atomic``: atomic checkpoint files and directories, stale temporaries, failed saves."""
+"""``torchrl._utils._atomic``: atomic checkpoint files and directories, stale temporaries, failed saves."""
 from __future__ import annotations
 
 import errno
@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from torchrl import _atomic
-from torchrl._atomic import atomic_directory, atomic_file, remove_stale_temporaries, resolve_directory, temporary_path
+from torchrl._utils import _atomic
+from torchrl._utils._atomic import atomic_directory, atomic_file, remove_stale_temporaries, resolve_directory, temporary_path
 
 
 def _dead_pid() -> int:

@@ -6,9 +6,9 @@ import os
 import subprocess
 import sys
 
-import torchrl._check_mode as check_mode_module
+import torchrl._utils._check_mode as check_mode_module
 from torchrl import check_mode, set_check_mode
-from torchrl._check_mode import _state
+from torchrl._utils._check_mode import _state
 
 
 def test_off_by_default():

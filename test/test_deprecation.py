@@ -3,7 +3,7 @@ import warnings
 
 import pytest
 
-from torchrl._deprecation import deprecated_alias, rename_kwargs, warn_once
+from torchrl._utils._deprecation import deprecated_alias, rename_kwargs, warn_once
 
 
 class _Base(abc.ABC):

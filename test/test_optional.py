@@ -1,10 +1,10 @@
-"""``torchrl._optional.has_module``: optional libraries found without being imported."""
+"""``torchrl._utils._optional.has_module``: optional libraries found without being imported."""
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from torchrl._optional import has_module
+from torchrl._utils._optional import has_module
 
 
 def test_has_module():
@@ -15,6 +15,6 @@ def test_has_module():
 
 
 def test_does_not_import():
-    code = "import sys; from torchrl._optional import has_module; has_module('tensorboard'); print('tensorboard' in sys.modules)"
+    code = "import sys; from torchrl._utils._optional import has_module; has_module('tensorboard'); print('tensorboard' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -1,9 +1,9 @@
-"""``torchrl._seeding.seed_generator``: TorchRL 0.14.1's seed chain (values observed on the reference)."""
+"""``torchrl._utils._seeding.seed_generator``: TorchRL 0.14.1's seed chain (values observed on the reference)."""
 from __future__ import annotations
 
 import pytest
 
-from torchrl._seeding import seed_generator
+from torchrl._utils._seeding import seed_generator
 from torchrl.envs._seeding import next_seed
 
 

@@ -1,11 +1,11 @@
-"""``torchrl._timeit.timeit``: registry layout, print format, erase semantics (as TorchRL 0.14.1's)."""
+"""``torchrl._utils._timeit.timeit``: registry layout, print format, erase semantics (as TorchRL 0.14.1's)."""
 from __future__ import annotations
 
 import logging
 
 import pytest
 
-from torchrl._timeit import timeit
+from torchrl._utils._timeit import timeit
 
 
 @pytest.fixture(autouse=True)

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import importlib
 
-from torchrl._auto_unwrap import auto_unwrap_transformed_env, set_auto_unwrap_transformed_env
-from torchrl._check_mode import check_mode, set_check_mode
-from torchrl._backends import get_ray_default_runtime_env, merge_ray_runtime_env, service_backend, transport_backend
-from torchrl._compile import compile_with_warmup
-from torchrl._cuda import cuda_memory_profile, cuda_memory_stats, reset_cuda_peak_stats
-from torchrl._exploration import ExplorationType, exploration_type, set_exploration_type
-from torchrl._implement_for import implement_for
-from torchrl._logging import logger, torchrl_logger
-from torchrl._timeit import timeit
+from torchrl._utils._auto_unwrap import auto_unwrap_transformed_env, set_auto_unwrap_transformed_env
+from torchrl._utils._check_mode import check_mode, set_check_mode
+from torchrl._utils._backends import get_ray_default_runtime_env, merge_ray_runtime_env, service_backend, transport_backend
+from torchrl._utils._compile import compile_with_warmup
+from torchrl._utils._cuda import cuda_memory_profile, cuda_memory_stats, reset_cuda_peak_stats
+from torchrl._utils._exploration import ExplorationType, exploration_type, set_exploration_type
+from torchrl._utils._implement_for import implement_for
+from torchrl._utils._logging import logger, torchrl_logger
+from torchrl._utils._timeit import timeit
 
 __version__ = "0.14.1"
 

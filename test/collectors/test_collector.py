@@ -11,7 +11,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torch import nn
 
-from torchrl._exploration import ExplorationType, exploration_type
+from torchrl._utils._exploration import ExplorationType, exploration_type
 from torchrl.collectors import BaseCollector, Collector, RandomPolicy, SyncDataCollector
 from torchrl.data import LazyTensorStorage, ReplayBuffer
 from torchrl.envs import PendulumEnv, SerialEnv, StepCounter, TransformedEnv

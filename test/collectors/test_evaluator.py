@@ -8,7 +8,7 @@ import torch
 from tensordict.nn import TensorDictModule
 from torch import nn
 
-from torchrl._exploration import ExplorationType, exploration_type
+from torchrl._utils._exploration import ExplorationType, exploration_type
 from torchrl.collectors import Evaluator
 from torchrl.envs import PendulumEnv
 from torchrl.testing import CountingEnv, CountingEnvCountPolicy

@@ -6,7 +6,7 @@ import warnings
 import pytest
 import torch
 
-from torchrl._deprecation import _WARNED
+from torchrl._utils._deprecation import _WARNED
 from torchrl.data import tensor_specs as ts
 from torchrl.data.tensor_specs import Bounded, Categorical, Choice, NonTensor, OneHot, Unbounded
 

@@ -14,7 +14,7 @@ from tensordict.nn import (
 from tensordict.nn.distributions import NormalParamExtractor
 from torch import distributions as d, nn
 
-from torchrl._exploration import ExplorationType, set_exploration_type
+from torchrl._utils._exploration import ExplorationType, set_exploration_type
 from torchrl.data.tensor_specs import Binary, Bounded, Categorical, MultiOneHot, OneHot, Unbounded
 from torchrl.envs import PendulumEnv
 from torchrl.modules.distributions import Delta, TanhNormal

@@ -19,7 +19,7 @@ from tensordict.nn import (
 from tensordict.nn.distributions import NormalParamExtractor as TDExtractor
 from torch import distributions as D, nn
 
-import torchrl._deprecation as _deprecation
+import torchrl._utils._deprecation as _deprecation
 from torchrl.modules.distributions import (
     Delta,
     distributions_maps,

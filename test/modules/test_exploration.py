@@ -12,8 +12,8 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torch import nn
 
-import torchrl._deprecation as _deprecation
-from torchrl._exploration import ExplorationType, set_exploration_type
+import torchrl._utils._deprecation as _deprecation
+from torchrl._utils._exploration import ExplorationType, set_exploration_type
 from torchrl.data.tensor_specs import Bounded, Categorical, Composite, MultiOneHot, OneHot, Unbounded
 from torchrl.envs import InitTracker, PendulumEnv, StepCounter, TransformedEnv
 from torchrl.modules.tensordict_module import (

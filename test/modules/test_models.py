@@ -10,8 +10,8 @@ from tensordict.nn import TensorDictModule
 from torch import nn
 from torch.nn import functional as F
 
-import torchrl._deprecation as _deprecation
-from torchrl._exploration import ExplorationType, set_exploration_type
+import torchrl._utils._deprecation as _deprecation
+from torchrl._utils._exploration import ExplorationType, set_exploration_type
 from torchrl.modules.models import (
     BatchRenorm1d,
     biased_softplus,

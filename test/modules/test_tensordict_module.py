@@ -21,7 +21,7 @@ from torch import nn
 
 import torchrl.modules
 import torchrl.modules.tensordict_module as package
-from torchrl._exploration import ExplorationType, set_exploration_type
+from torchrl._utils._exploration import ExplorationType, set_exploration_type
 from torchrl.data.tensor_specs import Bounded, Composite, Unbounded
 from torchrl.modules.distributions import TanhNormal
 from torchrl.modules.tensordict_module import (

@@ -14,7 +14,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from test.api._reference import load
-from torchrl import _deprecation
+from torchrl._utils import _deprecation
 from torchrl.objectives.value import _functional_scan, functional as F
 
 # ----------------------------------------------------------------------------------------- references

@@ -10,7 +10,7 @@ from tensordict.nn import TensorDictModule
 
 from test.trainers._utils import ListCollector, Regression, make_collector, make_dqn, read_scalars, regression_batches
 from torchrl import timeit
-from torchrl._exploration import ExplorationType, exploration_type
+from torchrl._utils._exploration import ExplorationType, exploration_type
 from torchrl.collectors import Collector
 from torchrl.data import (
     LazyTensorStorage,
@@ -550,7 +550,7 @@ class TestLogValidationReward:
         assert hook.state_dict()["_count"] == 5
 
     def test_arguments(self, monkeypatch):
-        monkeypatch.setattr("torchrl._deprecation._WARNED", set())
+        monkeypatch.setattr("torchrl._utils._deprecation._WARNED", set())
         policy = TensorDictModule(torch.nn.Linear(1, 1), ["observation"], ["action"])
         with pytest.raises(TypeError, match="environment= .* is required"):
             LogValidationReward(record_interval=1, record_frames=1, policy_exploration=policy)

@@ -306,7 +306,7 @@ class TestProgressBar:
 
     def test_without_tqdm_warns_and_trains(self, monkeypatch):
         monkeypatch.setitem(sys.modules, "tqdm", None)  # makes `import tqdm` raise ImportError
-        monkeypatch.setattr("torchrl._deprecation._WARNED", set())
+        monkeypatch.setattr("torchrl._utils._deprecation._WARNED", set())
         trainer, _, _ = regression_trainer(2, progress_bar=True)
         with pytest.warns(UserWarning, match="tqdm is not installed"):
             trainer.train()

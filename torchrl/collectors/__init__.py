@@ -12,7 +12,7 @@ The old names ``SyncDataCollector``, ``MultiSyncDataCollector``, ``MultiaSyncDat
 """
 from __future__ import annotations
 
-from torchrl._deprecation import deprecated_alias
+from torchrl._utils._deprecation import deprecated_alias
 from torchrl.collectors._base import BaseCollector
 from torchrl.collectors._evaluator import Evaluator
 from torchrl.collectors._multi import AsyncCollector, MultiAsyncCollector, MultiCollector, MultiSyncCollector

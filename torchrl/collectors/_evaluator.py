@@ -11,7 +11,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from torchrl._exploration import ExplorationType, set_exploration_type
+from torchrl._utils._exploration import ExplorationType, set_exploration_type
 from torchrl.collectors._evaluator_process import ProcessEvaluation
 from torchrl.collectors._single import Collector
 from torchrl.collectors.weight_update import as_weights

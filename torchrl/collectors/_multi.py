@@ -29,9 +29,9 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from torchrl._deprecation import rename_kwargs
-from torchrl._errors import ValueRuntimeError
-from torchrl._exploration import ExplorationType
+from torchrl._utils._deprecation import rename_kwargs
+from torchrl._utils._errors import ValueRuntimeError
+from torchrl._utils._exploration import ExplorationType
 from torchrl._fast import fast_get
 from torchrl.collectors._base import BaseCollector
 from torchrl.collectors._loop import Stacker

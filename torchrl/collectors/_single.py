@@ -12,9 +12,9 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from torchrl._utils import name_time_dim
-from torchrl._deprecation import rename_kwargs
-from torchrl._errors import ValueRuntimeError
-from torchrl._exploration import ExplorationType, set_exploration_type
+from torchrl._utils._deprecation import rename_kwargs
+from torchrl._utils._errors import ValueRuntimeError
+from torchrl._utils._exploration import ExplorationType, set_exploration_type
 from torchrl.collectors._base import BaseCollector
 from torchrl.collectors._loop import _NO_POLICY, StepLoop
 from torchrl.collectors._policy import _generic_call, make_actor

@@ -13,7 +13,7 @@ from tensordict import NestedKey, NonTensorData, NonTensorStack, TensorDict, Ten
 from tensordict.utils import Buffer
 from torch.nn import Parameter
 
-from torchrl._implement_for import implement_for
+from torchrl._utils._implement_for import implement_for
 
 __all__ = ["DEFAULT_DONE_KEYS", "split_trajectories"]
 

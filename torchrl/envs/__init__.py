@@ -1,5 +1,5 @@
 """``torchrl.envs``: the environment API, native environments, transforms, and utilities."""
-from torchrl._exploration import ExplorationType, exploration_type, set_exploration_type
+from torchrl._utils._exploration import ExplorationType, exploration_type, set_exploration_type
 from torchrl.envs.common import EnvBase
 from torchrl.envs._wrapper import _EnvWrapper
 from torchrl.envs.batched_envs import ParallelEnv, SerialEnv

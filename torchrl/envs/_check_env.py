@@ -7,7 +7,7 @@ import torch
 from tensordict import LazyStackedTensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._check_mode import set_check_mode
+from torchrl._utils._check_mode import set_check_mode
 
 __all__ = ["check_env_specs"]
 

@@ -7,7 +7,7 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._compile import compile_with_warmup
+from torchrl._utils._compile import compile_with_warmup
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs.utils import make_composite_from_td
 

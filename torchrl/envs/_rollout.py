@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable
 import torch
 from tensordict import TensorDictBase
 
-from torchrl._errors import ValueRuntimeError
+from torchrl._utils._errors import ValueRuntimeError
 from torchrl._fast import direct_module_call
 from torchrl._fast import any_true, fast_get, fast_set, stack_tds
 from torchrl._utils import name_time_dim

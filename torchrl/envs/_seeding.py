@@ -1,7 +1,7 @@
 """Deterministic seed chaining: one user seed gives a distinct, reproducible seed per sub-environment."""
 from __future__ import annotations
 
-from torchrl._seeding import seed_generator
+from torchrl._utils._seeding import seed_generator
 
 __all__ = ["next_seed"]
 

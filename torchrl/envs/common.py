@@ -20,7 +20,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 from torch import nn
 
-from torchrl._check_mode import _state as _check_mode_state
+from torchrl._utils._check_mode import _state as _check_mode_state
 from torchrl._fast import any_true, fast_get, fast_set
 from torchrl.envs._done import as_tuple
 from torchrl.data.tensor_specs import Composite, MultiOneHot, OneHot

@@ -8,7 +8,7 @@ from typing import Sequence
 from tensordict import TensorDictBase, is_non_tensor, is_tensor_collection
 from tensordict.utils import NestedKey
 
-from torchrl._exploration import ExplorationType, exploration_type, set_exploration_type
+from torchrl._utils._exploration import ExplorationType, exploration_type, set_exploration_type
 from torchrl.data.tensor_specs import Composite, NonTensor, TensorSpec, Unbounded
 from torchrl.envs._check_env import check_env_specs
 from torchrl.envs._done import DONE_NAMES, as_tuple, from_tuple

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from tensordict import NestedKey, TensorDict, TensorDictBase, is_tensor_collection, unravel_key
 
-from torchrl._deprecation import warn_once
+from torchrl._utils._deprecation import warn_once
 from torchrl._fast import fast_get
 from torchrl.objectives._policy import ModuleChain, PolicyHead, entropy, head_name, per_head, sum_features
 from torchrl.objectives.common import LossModule

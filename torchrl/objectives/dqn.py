@@ -9,7 +9,7 @@ from tensordict import NestedKey, TensorDictBase, unravel_key
 from tensordict.nn import TensorDictModule, TensorDictModuleBase, dispatch
 from torch import nn
 
-from torchrl._deprecation import warn_once
+from torchrl._utils._deprecation import warn_once
 from torchrl._fast import fast_get, fast_set, new_td
 from torchrl.data.tensor_specs import Binary, Categorical, Composite, MultiOneHot, OneHot, TensorSpec
 from torchrl.envs.utils import step_mdp

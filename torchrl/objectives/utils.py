@@ -27,7 +27,7 @@ from torch.nn import functional as F
 from torch.nn.modules import dropout
 from torch.utils._pytree import tree_map
 
-from torchrl._implement_for import implement_for
+from torchrl._utils._implement_for import implement_for
 from torchrl.envs.utils import step_mdp
 from torchrl.objectives._target_net import HardUpdate, SoftUpdate, TargetNetUpdater
 

@@ -6,7 +6,7 @@ from typing import Callable
 import torch
 from tensordict import TensorDictBase
 
-from torchrl._exploration import ExplorationType, set_exploration_type
+from torchrl._utils._exploration import ExplorationType, set_exploration_type
 from torchrl.envs.common import EnvBase
 
 __all__ = ["evaluate"]

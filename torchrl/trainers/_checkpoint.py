@@ -5,7 +5,7 @@ It is written to a temporary file in the destination's directory and renamed ove
 complete (``os.replace`` is atomic on POSIX and Windows), so an interrupted save never leaves a truncated
 checkpoint behind: the previous one stays intact. The temporary's name carries the writer's pid: a save
 killed mid-way leaves it behind, and the next save or load of the same checkpoint removes it (see
-:mod:`torchrl._atomic`). A save that fails (e.g. no space left) removes its temporary and raises an
+:mod:`torchrl._utils._atomic`). A save that fails (e.g. no space left) removes its temporary and raises an
 ``OSError`` saying that the previous checkpoint is intact, and where.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchrl._atomic import atomic_file, remove_stale_temporaries
+from torchrl._utils._atomic import atomic_file, remove_stale_temporaries
 
 __all__ = ["atomic_save", "load_checkpoint", "rng_state", "set_rng_state"]
 

@@ -13,9 +13,9 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModule
 from tensordict.utils import NestedKey
 
-from torchrl._deprecation import warn_once
-from torchrl._exploration import ExplorationType, set_exploration_type
-from torchrl._timeit import timeit
+from torchrl._utils._deprecation import warn_once
+from torchrl._utils._exploration import ExplorationType, set_exploration_type
+from torchrl._utils._timeit import timeit
 from torchrl.envs.common import EnvBase
 from torchrl.trainers._hook_base import get_entry, MASK_KEY, metric_name, REWARD_KEY, TrainerHookBase
 

@@ -37,9 +37,9 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn, optim
 
-from torchrl._deprecation import warn_once
+from torchrl._utils._deprecation import warn_once
 from torchrl._fast import fast_get, shallow_dict
-from torchrl._timeit import timeit
+from torchrl._utils._timeit import timeit
 from torchrl.trainers._checkpoint import atomic_save, load_checkpoint, rng_state, set_rng_state
 from torchrl.trainers._hook_base import MASK_KEY
 from torchrl.trainers._logging_hooks import LogTiming

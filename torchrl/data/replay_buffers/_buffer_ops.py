@@ -10,7 +10,7 @@ import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, is_tensor_collection
 from torch.utils._pytree import tree_map
 
-from torchrl._backends import get_service_backend
+from torchrl._utils._backends import get_service_backend
 from torchrl.data.replay_buffers._utils import _leading_len, load_json, save_json
 from torchrl.data.replay_buffers.storages.list_storage import ListStorage
 

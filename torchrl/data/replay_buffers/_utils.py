@@ -13,7 +13,7 @@ import torch
 from tensordict import is_tensor_collection
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
-from torchrl._atomic import resolve_directory
+from torchrl._utils._atomic import resolve_directory
 
 INT_CLASSES = (int, np.integer)
 

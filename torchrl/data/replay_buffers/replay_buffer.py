@@ -9,11 +9,11 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import torch
 from tensordict import NestedKey, TensorDictBase
 
-from torchrl._deprecation import warn_once
+from torchrl._utils._deprecation import warn_once
 from torchrl.data.replay_buffers import _buffer_ops as ops
 from torchrl.data.replay_buffers._compact import CompactObservations
 from torchrl.data.replay_buffers._transforms import BufferTransform, make_transform
-from torchrl._atomic import atomic_directory
+from torchrl._utils._atomic import atomic_directory
 from torchrl.data.replay_buffers._utils import INT_CLASSES, resolve_checkpoint
 from torchrl.data.replay_buffers.conditional import ConditionalUpdateResult, update_if_present
 from torchrl.data.replay_buffers.samplers.base import Sampler

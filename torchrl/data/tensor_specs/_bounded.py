@@ -5,7 +5,7 @@ from typing import Any
 
 import torch
 
-from torchrl._deprecation import rename_kwargs
+from torchrl._utils._deprecation import rename_kwargs
 from torchrl.data.tensor_specs._base import TensorSpec
 from torchrl.data.tensor_specs._boxes import ContinuousBox
 from torchrl.data.tensor_specs._utils import _dtype, _is_float, _leaf_device, _ShapeError, _size, _value_shape

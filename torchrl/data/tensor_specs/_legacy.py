@@ -1,7 +1,7 @@
 """Old (pre-0.6) spec names: each builds the new class and warns once with a ``DeprecationWarning``."""
 from __future__ import annotations
 
-from torchrl._deprecation import deprecated_alias
+from torchrl._utils._deprecation import deprecated_alias
 from torchrl.data.tensor_specs._binary import Binary
 from torchrl.data.tensor_specs._bounded import Bounded
 from torchrl.data.tensor_specs._categorical import Categorical

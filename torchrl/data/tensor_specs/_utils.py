@@ -6,7 +6,7 @@ from typing import Any, Sequence, Union
 import numpy as np
 import torch
 
-from torchrl._errors import ValueRuntimeError as _ValueRuntimeError  # (the spec modules import it from here)
+from torchrl._utils._errors import ValueRuntimeError as _ValueRuntimeError  # (the spec modules import it from here)
 
 DEVICE_TYPING = Union[torch.device, str, int]
 INDEX_TYPING = Union[int, torch.Tensor, np.ndarray, slice, list]

@@ -26,7 +26,7 @@ import cloudpickle
 import torch
 from tensordict import LazyStackedTensorDict, TensorDictBase
 
-from torchrl._errors import ValueRuntimeError
+from torchrl._utils._errors import ValueRuntimeError
 from torchrl._fast import fast_get
 from torchrl.envs.batched._buffers import Layout
 from torchrl.envs.batched._specs import first_difference, heterogeneous_key, stack_specs

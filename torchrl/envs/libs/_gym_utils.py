@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from tensordict import NonTensorData, NonTensorStack
 
-from torchrl._optional import has_module
+from torchrl._utils._optional import has_module
 from torchrl._fast import fast_get
 from torchrl.data.tensor_specs import Composite, MultiOneHot, NonTensor, OneHot, TensorSpec
 from torchrl.envs.libs._gym_specs import torch_to_numpy_dtype

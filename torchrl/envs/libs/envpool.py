@@ -21,7 +21,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from torchrl import torchrl_logger
-from torchrl._optional import has_module
+from torchrl._utils._optional import has_module
 from torchrl._fast import fast_get, new_td
 from torchrl.data.tensor_specs import Categorical, Composite, TensorSpec, Unbounded
 from torchrl.envs._partial_reset import blend_partial_reset

@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from torchrl._check_mode import check_mode
-from torchrl._optional import has_module
+from torchrl._utils._check_mode import check_mode
+from torchrl._utils._optional import has_module
 from torchrl._fast import fast_get, new_td
 from torchrl.data.tensor_specs import Bounded, Categorical, Composite, Unbounded
 from torchrl.envs.common import EnvBase

@@ -7,7 +7,7 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._deprecation import rename_kwargs
+from torchrl._utils._deprecation import rename_kwargs
 from torchrl.data.tensor_specs import Composite, TensorSpec
 from torchrl.envs.transforms._spec_edit import INPUT_PARTS, edit_leaves, key_pairs, map_keys
 from torchrl.envs.transforms.transform import Transform

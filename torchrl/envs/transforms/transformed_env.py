@@ -6,7 +6,7 @@ from collections import OrderedDict
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchrl._auto_unwrap import auto_unwrap_transformed_env
+from torchrl._utils._auto_unwrap import auto_unwrap_transformed_env
 from torchrl._fast import writable
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs._step_mdp import structure_copy

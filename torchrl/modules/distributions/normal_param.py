@@ -11,7 +11,7 @@ import torch
 from tensordict.nn.distributions import NormalParamExtractor
 from torch import nn
 
-from torchrl._deprecation import warn_once
+from torchrl._utils._deprecation import warn_once
 
 __all__ = ["NormalParamExtractor", "NormalParamWrapper"]
 

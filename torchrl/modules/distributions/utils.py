@@ -12,7 +12,7 @@ from numbers import Number
 import torch
 from torch import distributions as D
 
-from torchrl._errors import ValueRuntimeError
+from torchrl._utils._errors import ValueRuntimeError
 
 __all__ = ["FasterTransformedDistribution", "has_analytic_entropy", "has_analytic_kl", "safetanh", "safeatanh"]
 

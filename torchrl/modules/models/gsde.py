@@ -17,7 +17,7 @@ from torch.nn import functional as F
 from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
 
-from torchrl._exploration import ExplorationType, exploration_type
+from torchrl._utils._exploration import ExplorationType, exploration_type
 from torchrl.modules.models.utils import inv_softplus
 
 __all__ = ["gSDEModule", "LazygSDEModule"]

@@ -10,7 +10,7 @@ import torch
 from tensordict.nn import dispatch, NormalParamExtractor, TensorDictModuleBase
 from torch import nn
 
-from torchrl._deprecation import warn_once
+from torchrl._utils._deprecation import warn_once
 from torchrl.modules.models.mlp import MLP
 
 __all__ = ["DreamerActor", "ObsEncoder", "ObsDecoder", "RSSMPrior", "RSSMPosterior", "RSSMRollout"]

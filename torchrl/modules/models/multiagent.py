@@ -6,7 +6,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from torchrl._errors import ValueRuntimeError
+from torchrl._utils._errors import ValueRuntimeError
 
 from torchrl.modules.models.convnet import ConvNet
 from torchrl.modules.models.mixers import Mixer, QMixer, VDNMixer  # TorchRL's import path for the mixers

@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
 
-from torchrl._exploration import ExplorationType, exploration_type
+from torchrl._utils._exploration import ExplorationType, exploration_type
 
 __all__ = ["NoisyLinear", "NoisyLazyLinear", "reset_noise"]
 

@@ -17,7 +17,7 @@ from tensordict.nn import InteractionType, TensorDictModuleBase, TensorDictModul
 from tensordict.utils import NestedKey, unravel_key
 from torch import nn
 
-from torchrl._deprecation import warn_once
+from torchrl._utils._deprecation import warn_once
 from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Categorical, Composite, MultiCategorical, MultiOneHot, OneHot, TensorSpec
 

@@ -1,7 +1,7 @@
 """Value and advantage estimators: pure functions in :mod:`.functional`, estimator classes over TensorDicts."""
 import inspect
 
-from torchrl._deprecation import deprecated_alias
+from torchrl._utils._deprecation import deprecated_alias
 from torchrl.objectives.value import functional
 from torchrl.objectives.value.estimator_base import ValueEstimatorBase
 from torchrl.objectives.value.gae import GAE

@@ -21,7 +21,7 @@ import torch
 from tensordict import NestedKey, TensorDict, TensorDictBase, unravel_key
 from tensordict.nn import TensorDictModuleBase, skip_existing as _skip_existing_flag
 
-from torchrl._deprecation import warn_once
+from torchrl._utils._deprecation import warn_once
 from torchrl._fast import fast_get
 from torchrl.objectives._functional import plain_module
 from torchrl.objectives.utils import _has_random_module

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-from torchrl._deprecation import warn_once
+from torchrl._utils._deprecation import warn_once
 from torchrl.objectives.value._functional_scan import fixed_gamma_loop, fixed_gamma_vec, reverse_loop, reverse_scan
 
 __all__ = [

@@ -17,8 +17,8 @@ import torch
 from tensordict import TensorDictBase
 from torch import Tensor
 
-from torchrl._deprecation import warn_once
-from torchrl._optional import has_module
+from torchrl._utils._deprecation import warn_once
+from torchrl._utils._optional import has_module
 from torchrl.record.loggers._ray_service import RayLogger
 from torchrl.record.loggers._service import ProcessLogger
 

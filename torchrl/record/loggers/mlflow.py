@@ -13,7 +13,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import Tensor
 
-from torchrl._optional import has_module
+from torchrl._utils._optional import has_module
 from torchrl.record.loggers._video import has_mp4_backend, write_video
 from torchrl.record.loggers.common import cfg_to_dict, flatten_dict, flatten_metrics, Logger
 

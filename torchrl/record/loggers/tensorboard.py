@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from torchrl._optional import has_module
+from torchrl._utils._optional import has_module
 from torchrl.record.loggers._video import encode_gif, to_thwc
 from torchrl.record.loggers.common import cfg_to_dict, flatten_dict, Logger
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from torchrl._deprecation import warn_once
+from torchrl._utils._deprecation import warn_once
 
 
 def empty_storage_error(sampler: Any) -> RuntimeError:

@@ -5,7 +5,7 @@ from typing import Any
 
 import torch
 
-from torchrl._deprecation import warn_once
+from torchrl._utils._deprecation import warn_once
 from torchrl.data.replay_buffers._utils import _replace_last, unravel_index
 from torchrl.data.replay_buffers.samplers._trajectories import (
     TrajectoryTable,

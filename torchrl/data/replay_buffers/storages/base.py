@@ -8,7 +8,7 @@ from typing import Any, Iterator
 
 import torch
 
-from torchrl._deprecation import warn_once
+from torchrl._utils._deprecation import warn_once
 from torchrl.data.replay_buffers._utils import _leading_len
 from torchrl.data.replay_buffers.storages.checkpointers import StorageCheckpointerBase
 

@@ -8,7 +8,7 @@ import torch
 from tensordict import TensorDictBase, is_tensor_collection
 from torch.utils._pytree import keystr, tree_flatten, tree_flatten_with_path, tree_map
 
-from torchrl._check_mode import _state as _check_state
+from torchrl._utils._check_mode import _state as _check_state
 
 from torchrl.data.replay_buffers._utils import (
     INT_CLASSES,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from torch.utils._contextlib import _DecoratorContextManager
 
-from torchrl._logging import logger
+from torchrl._utils._logging import logger
 
 __all__ = ["cuda_memory_stats", "reset_cuda_peak_stats", "cuda_memory_profile"]
 

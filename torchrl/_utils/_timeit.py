@@ -7,7 +7,7 @@ from typing import Callable
 
 import torch
 
-from torchrl._logging import logger
+from torchrl._utils._logging import logger
 
 __all__ = ["timeit"]
 

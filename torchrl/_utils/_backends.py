@@ -32,7 +32,7 @@ def service_backend(backend: Any) -> Iterator[None]:
 
     Examples:
         >>> from torchrl import service_backend
-        >>> from torchrl._backends import get_service_backend
+        >>> from torchrl._utils._backends import get_service_backend
         >>> with service_backend("ray"):
         ...     get_service_backend()
         'ray'

@@ -18,7 +18,7 @@ def has_module(name: str) -> bool:
     A dotted name whose parent package is missing answers ``False`` instead of raising.
 
     Examples:
-        >>> from torchrl._optional import has_module
+        >>> from torchrl._utils._optional import has_module
         >>> has_module("torch"), has_module("surely_not_an_installed_module")
         (True, False)
     """

@@ -1,6 +1,6 @@
 """``torchrl._utils``: the utility names TorchRL's recipes and tutorials import from this path.
 
-Most of them live in their own private modules (``_timeit``, ``_logging``, ``_compile``, ``_implement_for``,
+Most of them live in the private modules of this package (``_timeit``, ``_logging``, ``_compile``, ``_implement_for``,
 ``_cuda``, ``_auto_unwrap``, ``_backends``, ``_seeding``) and are re-exported here; this module adds the
 small helpers of its own: environment-variable flags (``VERBOSE``, ``RL_WARNINGS``), ``get_available_device``,
 ``prod``, ``strtobool``, the profiling switch and the remote-invocation markers.
@@ -28,14 +28,14 @@ from tensordict import unravel_key
 from torch.autograd.profiler import record_function
 from torch.compiler import is_compiling
 
-from torchrl._auto_unwrap import auto_unwrap_transformed_env, set_auto_unwrap_transformed_env
-from torchrl._backends import get_ray_default_runtime_env, merge_ray_runtime_env
-from torchrl._compile import compile_with_warmup
-from torchrl._cuda import cuda_memory_profile, cuda_memory_stats, reset_cuda_peak_stats
-from torchrl._implement_for import implement_for
-from torchrl._logging import logger
-from torchrl._seeding import seed_generator
-from torchrl._timeit import timeit
+from torchrl._utils._auto_unwrap import auto_unwrap_transformed_env, set_auto_unwrap_transformed_env
+from torchrl._utils._backends import get_ray_default_runtime_env, merge_ray_runtime_env
+from torchrl._utils._compile import compile_with_warmup
+from torchrl._utils._cuda import cuda_memory_profile, cuda_memory_stats, reset_cuda_peak_stats
+from torchrl._utils._implement_for import implement_for
+from torchrl._utils._logging import logger
+from torchrl._utils._seeding import seed_generator
+from torchrl._utils._timeit import timeit
 
 __all__ = [
     "BATCHED_PIPE_TIMEOUT",
