@@ -5,7 +5,7 @@ import pytest
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict
 
-from torchrl._fast import any_true, fast_get, fast_set, new_td, shallow_dict, stack_tds
+from torchrl._fast import any_true, fast_get, fast_set, new_td, shallow_dict
 
 
 def _nested():
@@ -104,67 +104,3 @@ def test_any_true_matches_torch_any(make):
     t = make()
     assert any_true(t) is bool(t.any())
     assert any_true(t) is bool(t.any())  # the cached zero bytes give the same answer again
-
-
-@pytest.mark.parametrize("dim", [0, 1])
-def test_stack_tds_matches_torch_stack(dim):
-    tds = [_nested().apply(lambda t: t + i) for i in range(4)]
-    shared = torch.randn(3, 2)
-    for td in tds:
-        td.set("shared", shared)  # the very same tensor in every element: expanded then copied once
-    ours, ref = stack_tds(tds, dim), torch.stack(tds, dim)
-    assert ours.batch_size == ref.batch_size and ours["sub"].batch_size == ref["sub"].batch_size
-    assert (ours == ref).all()
-    ours.get("shared")[0].zero_()  # a real copy, not a view of the shared input
-    assert shared.abs().sum() > 0
-
-
-def test_stack_tds_falls_back_on_mismatched_structures():
-    # as TorchRL's rollouts: elements whose keys or leaf shapes differ are stacked lazily
-    a, b = _nested(), _nested()
-    b.set("extra", torch.zeros(3))
-    out = stack_tds([a, b], 0)
-    assert isinstance(out, LazyStackedTensorDict) and out.batch_size == (2, *a.batch_size)
-    assert "extra" not in out[0].keys() and torch.equal(out[1]["extra"], b["extra"])
-    c = _nested()
-    leaf = next(k for k, v in c.items() if isinstance(v, torch.Tensor))
-    c.set(leaf, torch.zeros(*c.batch_size, 7))  # same keys, another leaf shape
-    out = stack_tds([a, c], 0)
-    assert isinstance(out, LazyStackedTensorDict) and out[1][leaf].shape[-1] == 7
-
-
-def test_stack_tds_keys_in_another_order_and_leaf_type_mismatch():
-    a = _nested()
-    b = TensorDict({k: a.get(k) + 1 for k in reversed(list(a.keys()))}, a.batch_size)  # same keys, other order
-    assert list(b.keys()) != list(a.keys())
-    ours, ref = stack_tds([a, b, a], 0), torch.stack([a, b, a], 0)
-    assert list(ours.keys(True, True)) == list(ref.keys(True, True)) and (ours == ref).all()
-    c = a.clone()
-    leaf = next(k for k, v in a.items() if isinstance(v, torch.Tensor))
-    c.set(leaf, TensorDict({"x": torch.zeros(a.batch_size)}, a.batch_size))  # a TensorDict where a has a tensor
-    ours, ref = stack_tds([a, c], 0), LazyStackedTensorDict.maybe_dense_stack([a, c], 0)
-    assert type(ours) is type(ref) is LazyStackedTensorDict  # the fallback: tensordict's own (lazy) stack
-    assert torch.equal(ours[1][leaf, "x"], c[leaf, "x"]) and torch.equal(ours[0][leaf], a[leaf])
-
-
-@pytest.mark.parametrize("dim", [0, 1])
-@pytest.mark.parametrize("resets", [(), (1, 9)])
-def test_stack_tds_shifted_leaves_match_torch_stack(dim, resets):
-    # a rollout's root entries are the previous step's "next" entries (the same tensors), except after a
-    # reset: stacked as [first root value, *stacked next values but the last] with the resets written over
-    steps, obs = [], torch.randn(3, 2)
-    for t in range(16):
-        if t in resets:
-            obs = torch.randn(3, 2)  # a fresh observation: not the previous "next" one
-        nxt_obs = obs + 1
-        chained = TensorDict({"obs": obs, "next": {"obs": nxt_obs}}, [3])
-        chained.set("a", torch.full((3,), float(t)))
-        chained.set("b", chained.get("a"))  # a second list starting with the same tensor objects
-        steps.append(chained)
-        obs = nxt_obs
-    steps[3].set("b", torch.zeros(3))  # "b" diverges from "a": must not be taken for a shifted copy
-    ours, ref = stack_tds(steps, dim), torch.stack(steps, dim)
-    assert (ours == ref).all()
-    assert ours["obs"].is_contiguous()
-    ours["obs"].zero_()  # its own memory, not a view of the "next" stack
-    assert ours["next", "obs"].abs().sum() > 0

@@ -39,9 +39,9 @@ from torchrl._fast.tensordicts import (
     fast_set,
     new_td,
     shallow_dict,
-    stack_tds,
     writable,
 )
+from torchrl._fast.stack import stack_tds
 
 __all__ = [
     "any_true",
