@@ -5,7 +5,7 @@ import pytest
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict
 
-from torchrl._fast import any_true, fast_get, fast_set, new_td, shallow_dict
+from torchrl._fast import any_true, fast_get, fast_set, new_td, set_fast_paths, shallow_dict
 
 
 def _nested():
@@ -65,10 +65,13 @@ def test_new_td_and_shallow_dict():
     source = {"x": torch.zeros(2, 3)}
     td = new_td(source, torch.Size([2]))
     assert td.batch_size == (2,) and td.get("x") is source["x"]
-    copy = shallow_dict(td)
+    with set_fast_paths(True):
+        copy = shallow_dict(td)
     copy["y"] = torch.ones(2)
     assert "y" not in td.keys()
     assert shallow_dict(LazyStackedTensorDict.lazy_stack([td, td])) is None
+    with set_fast_paths(False):  # the general route: no entry dict to copy
+        assert shallow_dict(td) is None
 
 
 def test_new_td_convert_dicts():
