@@ -10,15 +10,14 @@ from __future__ import annotations
 from typing import Iterable
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._fast import any_true, fast_get, fast_set
+from torchrl._fast import any_true, entries, fast_get, fast_set
 
 __all__ = ["DoneStructure", "as_tuple", "from_tuple", "sort_keys", "where_reset"]
 
 DONE_NAMES = ("done", "terminated", "truncated")
-_TD = TensorDict
 
 
 def where_reset(mask: torch.Tensor, fresh: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
@@ -125,7 +124,8 @@ class DoneStructure:
                 apart where both are set (as in TorchRL).
         """
         keys = self._complete_keys
-        if keys is not None and type(data) is _TD and data._tensordict.keys() >= keys:
+        present = entries(data) if keys is not None else None
+        if present is not None and present.keys() >= keys:
             return data  # e.g. a transformed env whose base env and transforms wrote every entry
         for g in self.groups:
             done = fast_get(data, g.done) if g.done is not None else None

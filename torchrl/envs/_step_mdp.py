@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, is_tensor_collection
 
-from torchrl._fast import new_td
+from torchrl._fast import entries, new_td
 
 __all__ = ["merge_missing", "merge_structures", "fast_step_mdp", "prune_emptied", "structure_copy"]
 
@@ -59,28 +59,35 @@ def structure_copy(td: TensorDictBase) -> TensorDictBase:
 def merge_structures(sub: TensorDict, extra: TensorDict | None = None) -> TensorDict:
     """A new TensorDict tree over ``sub``'s tensors, plus ``extra``'s entries that ``sub`` lacks (plain
     TensorDicts; neither is modified)."""
-    entries = {}
-    for k, v in sub._tensordict.items():
+    src = _entry_dict(sub)
+    more = None if extra is None or extra is sub else _entry_dict(extra)
+    out = {}
+    for k, v in src.items():
         if type(v) is TensorDict:
-            other = extra._tensordict.get(k) if type(extra) is TensorDict else None
+            other = more.get(k) if more is not None else None
             v = merge_structures(v, other if type(other) is TensorDict else None)
-        entries[k] = v
-    if extra is not None and extra is not sub:
-        for k, v in extra._tensordict.items():
-            if k not in entries:
-                entries[k] = merge_structures(v) if type(v) is TensorDict else v
-    return new_td(entries, sub.batch_size, sub._device, convert_dicts=False)
+        out[k] = v
+    if more is not None:
+        for k, v in more.items():
+            if k not in out:
+                out[k] = merge_structures(v) if type(v) is TensorDict else v
+    return new_td(out, sub.batch_size, sub.device, convert_dicts=False)
 
 
-def fast_step_mdp(root: TensorDict, nxt: TensorDict, take: tuple, drop_root: frozenset) -> TensorDict:
+def _entry_dict(td: TensorDict) -> dict:
+    """``td``'s top-level entries, to read: its own dict on the fast path, a copy through ``items()`` otherwise."""
+    d = entries(td)
+    return dict(td.items()) if d is None else d
+
+
+def fast_step_mdp(root_entries: dict, next_entries: dict, nxt: TensorDict, take: tuple, drop_root: frozenset) -> TensorDict:
     """``EnvBase.step_mdp`` for plain TensorDicts whose spec keys are all top-level strings.
 
-    The entries of ``nxt`` named in ``take`` win; the root's other entries (minus ``drop_root`` and
-    ``"next"``) are carried over; nested TensorDicts get fresh structures so that later writes into one
-    step's data never alter another step's.
+    ``root_entries``/``next_entries`` are the entry dicts of the step's TensorDict and of its ``"next"``
+    TensorDict ``nxt`` (from :func:`torchrl._fast.entries`). The entries of ``nxt`` named in ``take`` win;
+    the root's other entries (minus ``drop_root`` and ``"next"``) are carried over; nested TensorDicts get
+    fresh structures so that later writes into one step's data never alter another step's.
     """
-    root_entries = root._tensordict
-    next_entries = nxt._tensordict
     out = {}
     for k in take:
         v = next_entries.get(k)

@@ -21,7 +21,7 @@ from tensordict.utils import NestedKey
 from torch import nn
 
 from torchrl._utils._check_mode import _state as _check_mode_state
-from torchrl._fast import any_true, fast_get, fast_set
+from torchrl._fast import any_true, entries, fast_get, fast_set
 from torchrl.envs._done import as_tuple
 from torchrl.data.tensor_specs import Composite, MultiOneHot, OneHot
 from torchrl.envs._check_env import check_env_specs
@@ -547,8 +547,10 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         policy outputs) are carried over, rewards and ``"_reset"`` masks aside."""
         nxt = fast_get(next_tensordict, "next")
         take, drop_root, flat = self._step_mdp_plan()
-        if flat and type(next_tensordict) is TensorDict and type(nxt) is TensorDict:
-            return fast_step_mdp(next_tensordict, nxt, take, drop_root)
+        if flat:
+            root_entries, next_entries = entries(next_tensordict), entries(nxt)
+            if root_entries is not None and next_entries is not None:  # plain TensorDicts, fast paths on
+                return fast_step_mdp(root_entries, next_entries, nxt, take, drop_root)
         if flat:
             present = list(take)
             drop_root = {(k,) for k in drop_root}

@@ -55,7 +55,7 @@ class EnvMetaData:
         device_map: dict,
         supports_set_state: bool = False,
     ) -> None:
-        self._tensordict = tensordict
+        self._fake_td = tensordict
         self._specs = specs
         self.batch_size = torch.Size(batch_size)
         self.env_str = env_str
@@ -66,7 +66,7 @@ class EnvMetaData:
 
     @property
     def tensordict(self) -> TensorDictBase:
-        return self._tensordict
+        return self._fake_td
 
     @property
     def specs(self) -> Composite:
@@ -109,20 +109,20 @@ class EnvMetaData:
         if len(size) == 1 and not isinstance(size[0], int):
             size = tuple(size[0])
         batch = torch.Size((*size, *self.batch_size))
-        td = self._tensordict.expand(batch).clone()
+        td = self._fake_td.expand(batch).clone()
         return self._replace(td, self._specs.expand(batch), batch)
 
     def __getitem__(self, item) -> "EnvMetaData":
-        td = self._tensordict[item]
+        td = self._fake_td[item]
         return self._replace(td, self._specs[item], td.batch_size)
 
     def clone(self) -> "EnvMetaData":
-        return self._replace(self._tensordict.clone(), self._specs.clone(), self.batch_size)
+        return self._replace(self._fake_td.clone(), self._specs.clone(), self.batch_size)
 
     def to(self, device) -> "EnvMetaData":
         """The metadata with specs and data on ``device``."""
         device = torch.device(device)
-        out = self._replace(self._tensordict.to(device), self._specs.to(device), self.batch_size, device=device)
+        out = self._replace(self._fake_td.to(device), self._specs.to(device), self.batch_size, device=device)
         out.device_map = {k: device for k in self.device_map}
         return out
 

@@ -5,6 +5,7 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 from torch import nn
 
+from torchrl._fast import fast_paths_enabled, set_fast_paths
 from torchrl.collectors import Collector
 from torchrl.envs import GymEnv, StepCounter, TransformedEnv
 from torchrl.envs.gym_like import default_info_dict_reader
@@ -63,7 +64,7 @@ def _pair(name, seed=3, **kwargs):
 def test_rollout_matches_generic(name, break_when_any_done, set_truncated):
     fast, slow = _pair(name)
     policy = _policy(name)
-    assert fast._column_loop(policy) is not None
+    assert (fast._column_loop(policy) is not None) is fast_paths_enabled()  # a fast path: off with the switch
     steps = 300 if name == "CartPole-v1" else 450  # several CartPole episodes; Pendulum truncates at 200
     a = fast.rollout(steps, policy, break_when_any_done=break_when_any_done, set_truncated=set_truncated)
     b = slow.rollout(steps, policy, break_when_any_done=break_when_any_done, set_truncated=set_truncated)
@@ -116,6 +117,9 @@ def test_bad_action_shape_names_the_key():
 def test_not_used_where_it_does_not_apply():
     env, _ = _pair("CartPole-v1")
     policy = _policy("CartPole-v1")
+    if not fast_paths_enabled():
+        assert env._column_loop(policy) is None
+        return
     assert env._column_loop(policy) is not None
     # a hooked policy, a probabilistic / non-plain callable, an unknown input key
     hooked = _policy("CartPole-v1")
@@ -157,7 +161,7 @@ class _TensorDictOutput(nn.Module):
 def test_non_tensor_outputs_take_the_generic_loop():
     fast, slow = _pair("Pendulum-v1")
     policy = TensorDictModule(_TensorDictOutput(), in_keys=["observation"], out_keys=["action", "extra"])
-    assert fast._column_loop(policy) is not None  # planned, then given up before the first step
+    assert (fast._column_loop(policy) is not None) is fast_paths_enabled()  # planned, then given up before the first step
     a = fast.rollout(30, policy, break_when_any_done=False)
     b = slow.rollout(30, policy, break_when_any_done=False)
     _assert_same(a, b)
@@ -165,3 +169,14 @@ def test_non_tensor_outputs_take_the_generic_loop():
     collector = Collector(_pair("Pendulum-v1")[0], policy, frames_per_batch=10, total_frames=20)
     assert [batch["extra", "scaled"].shape for batch in collector] == [(10, 1), (10, 1)]
     collector.shutdown()
+
+
+def test_fast_paths_off_takes_the_generic_loop_with_the_same_result():
+    fast, slow = _pair("CartPole-v1")
+    policy = _policy("CartPole-v1")
+    a = fast.rollout(100, policy, break_when_any_done=False)
+    with set_fast_paths(False):
+        assert fast._column_loop(policy) is None
+        assert fast._row_stepper(["action"], [torch.zeros(2)], [], []) is None
+        b = slow.rollout(100, policy, break_when_any_done=False)
+    _assert_same(a, b)

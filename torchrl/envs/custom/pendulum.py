@@ -7,8 +7,7 @@ import operator
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchrl._fast import scalar
-from torchrl._fast import fast_get, new_td
+from torchrl._fast import entries, fast_get, new_td, scalar
 from torchrl.data.tensor_specs import Bounded, Composite, Unbounded
 from torchrl.envs._done import where_reset
 from torchrl.envs.common import EnvBase
@@ -150,33 +149,34 @@ class PendulumEnv(EnvBase):
         require grad (their products belong to the current graph).
         """
         # the check runs at every step: all of params' entries, compared by identity and version in C loops
-        entries = tuple(params._tensordict.values()) if type(params) is TensorDict else None
-        cache = self.__dict__["_constant_cache"]
+        found = entries(params)  # None (no cache) for other TensorDict types, or with the fast paths off
+        leaves = tuple(found.values()) if found is not None else None
+        cache = self._constant_cache
         if (
             cache is not None
-            and entries is not None
-            and len(entries) == len(cache[0])
-            and all(map(operator.is_, entries, cache[0]))
-            and tuple(map(_VERSION, entries)) == cache[1]
+            and leaves is not None
+            and len(leaves) == len(cache[0])
+            and all(map(operator.is_, leaves, cache[0]))
+            and tuple(map(_VERSION, leaves)) == cache[1]
             and cache[3] is like.dtype
         ):
             return cache[2]
-        leaves = tuple(fast_get(params, k) for k in _PARAM_NAMES)
-        differentiable = torch.is_grad_enabled() and any(t.requires_grad for t in leaves)
+        named = tuple(fast_get(params, k) for k in _PARAM_NAMES)
+        differentiable = torch.is_grad_enabled() and any(t.requires_grad for t in named)
         uniform = not differentiable and all(
-            not t.requires_grad and (t.ndim == 0 or bool((t == t.reshape(-1)[0]).all())) for t in leaves
+            not t.requires_grad and (t.ndim == 0 or bool((t == t.reshape(-1)[0]).all())) for t in named
         )
         if uniform:  # one set of parameters for the whole batch
-            g, m, l, dt, max_speed, max_torque = (float(t.reshape(-1)[0]) for t in leaves)
+            g, m, l, dt, max_speed, max_torque = (float(t.reshape(-1)[0]) for t in named)
             values = (3 * g / (2 * l) * dt, 3.0 / (m * l * l) * dt, dt, -max_speed, max_speed, -max_torque, max_torque)
             consts = tuple(scalar(v, like.dtype, like.device) for v in values)
         else:  # per-pendulum (or differentiable) parameters: batched tensors
-            g, m, l, dt, max_speed, max_torque = leaves
+            g, m, l, dt, max_speed, max_torque = named
             consts = (3 * g / (2 * l) * dt, 3.0 / (m * l * l) * dt, dt, -max_speed, max_speed, -max_torque, max_torque)
         consts += (scalar(math.pi, like.dtype, like.device), scalar(2 * math.pi, like.dtype, like.device))
-        cacheable = not differentiable and entries is not None and all(type(t) is torch.Tensor for t in entries)
-        cache = (entries, tuple(map(_VERSION, entries)), consts, like.dtype) if cacheable else None
-        self.__dict__["_constant_cache"] = cache
+        cacheable = not differentiable and leaves is not None and all(type(t) is torch.Tensor for t in leaves)
+        cache = (leaves, tuple(map(_VERSION, leaves)), consts, like.dtype) if cacheable else None
+        self._constant_cache = cache
         return consts
 
     def _sin(self, th: torch.Tensor) -> torch.Tensor:

@@ -27,8 +27,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import skip_existing
 
-from torchrl._fast import hooked, plain_parts
-from torchrl._fast import new_td
+from torchrl._fast import _switch, entries, fast_get, hooked, new_td, plain_parts, shallow_dict
 
 __all__ = ["ColumnsNotApplicable", "GymColumns", "plain_gym_keys", "row_stepper"]
 
@@ -38,11 +37,10 @@ _FLAGS = ("done", "terminated", "truncated")
 def plain_gym_keys(env) -> tuple[str, list[str]] | None:
     """``(action key, observation keys)`` of a single, validated gym env whose step is exactly "action to
     gym, gym outputs to observation/reward/done/terminated/truncated entries" (``GymWrapper``'s own step,
-    see its ``_plain_step``); ``None`` otherwise."""
-    d = env.__dict__
-    if not d.get("_plain_step") or d.get("_vec") is not None or d["_info_dict_reader"] or d["_run_type_checks"]:
+    see its ``_plain_step``); ``None`` otherwise, and with the fast paths off."""
+    if not _switch.ON or not env._plain_step or env._vec is not None or env._info_dict_reader:
         return None
-    if not (d["_validated"] or d["_fast_encoding"]) or d.get("_from_pixels") or d["_closed"]:
+    if env.run_type_checks or not env.validated or env._from_pixels or env.is_closed:
         return None
     plan = env._get_plan()
     if plan.move_to is not None or plan.reward_key != "reward" or len(env.batch_size):
@@ -79,8 +77,7 @@ def row_stepper(env, in_keys: list, in_views: list, out_keys: list, out_views: l
         return None
     if any(out[k].device.type != "cpu" for k in out) or in_views[in_keys.index(action_key)].device.type != "cpu":
         return None
-    d = env.__dict__
-    gym_step, write_action, read_obs = d["_env"].step, d["_write_action"], d["_read_obs"]
+    gym_step, write_action, read_obs = env._env.step, env._write_action, env._read_obs
     action = in_views[in_keys.index(action_key)]
     obs_views = [(k, out[k]) for k in obs_keys]
     reward, done, terminated, truncated = (out[k].numpy() for k in ("reward", *_FLAGS))
@@ -155,8 +152,10 @@ class GymColumns:
         """Whether ``td`` (the root TensorDict the next step starts from) holds only what this loop carries."""
         if type(td) is not TensorDict or td.batch_size != self.env.batch_size:
             return False
+        keys = entries(td)  # None with the fast paths off: the generic loop
+        if keys is None:
+            return False
         allowed = {*self.obs_keys, *_FLAGS, *self.out_keys}
-        keys = td._tensordict
         if not all(k in keys for k in self.obs_keys) or not all(k in keys for k in _FLAGS):
             return False
         if not all(k in allowed and type(v) is torch.Tensor for k, v in keys.items()):
@@ -191,18 +190,17 @@ class GymColumns:
             step would start from, and the indices of the steps after which the env was reset.
         """
         env = self.env
-        d = env.__dict__
-        gym_step = d["_env"].step
-        write_action = d["_write_action"]
-        read_obs = d["_read_obs"]
+        gym_step = env._env.step
+        write_action = env._write_action
+        read_obs = env._read_obs
         obs_keys, in_keys, inner = self.obs_keys, self.in_keys, self.inner
         action_index, action_shape = self.action_index, self.action_shape
         random_actions = None
         if inner is None:
             leaf = env.full_action_spec[self.action_key]
             random_actions = list(leaf.rand(torch.Size((steps,))).unbind(0))
-        obs = {k: td._tensordict[k] for k in obs_keys}
-        first_flags = {k: td._tensordict[k] for k in _FLAGS}
+        obs = {k: fast_get(td, k) for k in obs_keys}
+        first_flags = {k: fast_get(td, k) for k in _FLAGS}
         root_obs: list[dict] = []
         next_obs: list[dict] = []
         outputs: list[tuple] = []
@@ -239,7 +237,7 @@ class GymColumns:
                     break
                 if reset is not None:
                     fresh = reset()
-                    obs = {k: fresh._tensordict[k] for k in obs_keys}
+                    obs = {k: fast_get(fresh, k) for k in obs_keys}
                     continue
             obs = nobs
         n = len(rewards)
@@ -303,7 +301,9 @@ class GymColumns:
     def _root(self, obs: dict, out: tuple, fresh: TensorDictBase | None) -> TensorDict:
         """The root TensorDict after the last step: as ``step_mdp`` (or the reset that followed) leaves it."""
         if fresh is not None:
-            source = dict(fresh._tensordict)
+            source = shallow_dict(fresh)
+            if source is None:  # a reset that returned another TensorDict type
+                source = dict(fresh.items())
         else:
             source = dict(obs)
             for k in _FLAGS:
