@@ -1,7 +1,9 @@
 """Process collectors: ``MultiCollector`` and its sync / async forms, one worker process per env factory.
 
-Each worker runs a :class:`~torchrl.collectors.Collector` that stacks its steps straight into a batch
-buffer in shared memory (``_shm.py``); a batch costs one byte each way on the worker's pipe. Policy
+Each worker runs a :class:`~torchrl.collectors.Collector`; where it runs and how its batches come back is
+the :class:`~torchrl.collectors._pool.Transport`'s business (``transport_class``). The default,
+:class:`~torchrl.collectors._pool.PipeTransport`, runs it in a worker process that stacks its steps
+straight into a batch buffer in shared memory; a batch costs one byte each way on the worker's pipe. Policy
 weights of a CPU policy are moved to shared memory once, in place: the workers run on the very same
 tensors, so an optimizer step in the trainer (or :meth:`update_policy_weights_` with new weights) is seen
 by every worker before its next batch. Other policies (``policy_factory``, accelerator weights) receive
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import collections
 import multiprocessing.util as mp_util
-import pickle
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -35,10 +36,9 @@ from torchrl._utils._exploration import ExplorationType
 from torchrl._fast import fast_get
 from torchrl.collectors._base import BaseCollector
 from torchrl.collectors._loop import Stacker
-from torchrl.collectors._multi_worker import OP_COLLECT, OP_WEIGHTS, WorkerSpec
+from torchrl.collectors._multi_worker import WorkerSpec
 from torchrl.collectors._policy import module_device
-from torchrl.collectors._pool import WorkerPool, default_start_method
-from torchrl.collectors._shm import ShmLayout, new_prefix
+from torchrl.collectors._pool import PipeTransport, Transport, default_start_method
 from torchrl.collectors._single import Collector, check_unsupported, register_backend
 from torchrl.collectors._traj_ids import TrajIdMapper
 from torchrl.collectors.weight_update import MultiProcessedWeightUpdater, WeightUpdaterBase, as_weights
@@ -70,10 +70,11 @@ class _PipeWeightUpdater(WeightUpdaterBase):
             weights = self._get_server_weights()
         if weights is None:
             return
-        payload = OP_WEIGHTS + pickle.dumps(weights.detach().cpu() if weights.device not in (None, torch.device("cpu")) else weights)
+        if weights.device not in (None, torch.device("cpu")):
+            weights = weights.detach().cpu()
         ids = self.all_worker_ids() if worker_ids is None else worker_ids
         for i in [ids] if isinstance(ids, int) else ids:
-            self._collector._pool.send(int(i), payload)
+            self._collector._pool.push_weights(int(i), weights)
 
 
 class MultiCollector(BaseCollector):
@@ -121,6 +122,7 @@ class MultiCollector(BaseCollector):
     """
 
     _SYNC: bool | None = None
+    transport_class: type[Transport] = PipeTransport  # where workers run and how batches come back
 
     def __new__(cls, *args, sync: bool | None = None, **kwargs):
         if cls is MultiCollector:
@@ -229,7 +231,6 @@ class MultiCollector(BaseCollector):
             auto_register_policy_transforms=auto_register_policy_transforms,
         )
         init = -(-(init_random_frames or 0) // n)
-        prefix = new_prefix()
         specs = [
             WorkerSpec(
                 create_env_fn=fns[i], create_env_kwargs=per_kwargs[i],
@@ -237,21 +238,20 @@ class MultiCollector(BaseCollector):
                 collector_class=collector_class or Collector,
                 collector_kwargs=dict(common, frames_per_batch=self._worker_frames[i], init_random_frames=init,
                                       **{name: values[i] for name, values in devices.items()}),
-                num_threads=num_sub_threads, prefix=prefix,
+                num_threads=num_sub_threads,
             )
             for i in range(n)
         ]
         self.mp_start_method = mp_start_method or default_start_method()
-        pool = WorkerPool(owner, prefix)
+        pool = self.transport_class(owner, start_method=self.mp_start_method)
         self._pool = pool
         self._finalizer = mp_util.Finalize(self, pool.shutdown, exitpriority=10)
-        self._views: list[TensorDict | None] = [None] * n
         self._mapper = TrajIdMapper(n)
         self._busy: set[int] = set()
         self._ready: collections.deque = collections.deque()
         self._stacker = Stacker()
         try:
-            pool.start(specs, self.mp_start_method)
+            pool.start(specs)
         except BaseException:
             self._finalizer()
             raise
@@ -364,19 +364,6 @@ class MultiCollector(BaseCollector):
             self.weight_updater = _PipeWeightUpdater(self)
 
     # -- batches ------------------------------------------------------------------------------------------------------
-    def _receive(self, i: int, msg: bytes) -> TensorDictBase:
-        op = msg[:1]
-        if op == b"b":
-            return self._views[i]
-        if op == b"B":
-            layout: ShmLayout = pickle.loads(msg[1:])
-            self._views[i] = layout.attach()
-            return self._views[i]
-        if op == b"P":
-            self._views[i] = None
-            return pickle.loads(msg[1:])
-        raise RuntimeError(f"{type(self).__name__}: unexpected reply {op!r} from worker {i}.")
-
     def _remap(self, i: int, batch: TensorDictBase) -> None:
         if self._track:
             ids = fast_get(batch, ("collector", "traj_ids"))
@@ -391,14 +378,14 @@ class MultiCollector(BaseCollector):
     def _quiesce(self) -> None:
         """Waits for the batches in flight (kept for delivery) so that workers can take commands."""
         while self._busy:
-            i, msg = self._pool.wait_any(sorted(self._busy), "collect")
+            i, batch = self._pool.receive_any(sorted(self._busy))
             self._busy.discard(i)
-            self._ready.append((i, msg))
+            self._ready.append((i, batch))
 
     def _call(self, idxs, path: str, *args, call: bool = True, **kwargs) -> dict[int, Any]:
         self._pool.check()
         self._quiesce()
-        return self._pool.call(idxs, path, *args, call=call, **kwargs)
+        return self._pool.call(idxs, path, args, kwargs, mode="call" if call else "get")
 
     # -- control ----------------------------------------------------------------------------------------------------------
     def set_seed(self, seed: int, static_seed: bool = False) -> int:
@@ -417,7 +404,6 @@ class MultiCollector(BaseCollector):
         self._bg_stop.set()
         if self._bg_thread is not None and self._bg_thread.is_alive():
             self._bg_thread.join(timeout)
-        self._views = [None] * self.num_workers
         self._ready.clear()
         self._busy.clear()
         if timeout is not None:
@@ -555,9 +541,9 @@ class MultiSyncCollector(MultiCollector):
                 self._pre_collect_hook()
             n = self.num_workers
             for i in range(n):
-                pool.send(i, OP_COLLECT)
-            replies = pool.collect(range(n), "collect")
-            batches = [self._receive(i, replies[i]) for i in range(n)]
+                pool.request(i)
+            received = pool.receive_all(range(n))
+            batches = [received[i] for i in range(n)]
             for i, batch in enumerate(batches):
                 self._remap(i, batch)
             batch = self._finish(self._combine(batches))
@@ -591,19 +577,17 @@ class MultiAsyncCollector(MultiCollector):
             if i not in self._busy and all(j != i for j, _ in self._ready) and (total < 0 or self._frames < total):
                 if self._pre_collect_hook is not None:
                     self._pre_collect_hook()
-                pool.send(i, OP_COLLECT)
+                pool.request(i)
                 self._busy.add(i)
         while total < 0 or self._frames < total:
             pool.check()
             if self._ready:
-                i, msg = self._ready.popleft()
+                i, batch = self._ready.popleft()
             else:
                 if not self._busy:
                     return
-                i, msg = pool.wait_any(sorted(self._busy), "collect")
+                i, batch = pool.receive_any(sorted(self._busy))
                 self._busy.discard(i)
-            view = self._receive(i, msg)
-            batch = view.clone() if view is self._views[i] else view
             self._remap(i, batch)
             batch = self._finish(batch)
             self._frames += batch.numel()
@@ -613,7 +597,7 @@ class MultiAsyncCollector(MultiCollector):
                     self.update_policy_weights_()
                 if self._pre_collect_hook is not None:
                     self._pre_collect_hook()
-                pool.send(i, OP_COLLECT)
+                pool.request(i)
                 self._busy.add(i)
             self._iter += 1
             yield self._deliver(batch)

@@ -1,218 +1,150 @@
-"""The parent side of process collectors: worker processes, their pipes, replies, deaths and shutdown.
+"""The transport seam under ``MultiCollector``, and its pipe + shared-memory implementation.
 
-Every wait watches each worker's pipe *and* its process sentinel, so a worker that dies (even by
-``SIGKILL``) makes the parent raise instead of hanging; an exception raised in a worker comes back with
-its traceback. :meth:`WorkerPool.shutdown` asks workers to exit, terminates stragglers, closes pipes and
-removes shared batch files; it runs from a finalizer when the collector is garbage-collected or when the
-interpreter exits (before ``multiprocessing`` joins its children).
+A :class:`Transport` is everything ``MultiCollector`` knows about where its workers run and how batches
+come back: start workers, send a command (ask for a batch, push weights, call a method), receive a
+result or a batch, detect a death, shut down. ``MultiCollector`` builds ``transport_class(owner,
+start_method=...)`` and talks to nothing else, so a Ray or ``torch.distributed`` transport plugs in beside
+:class:`PipeTransport` without touching the front door:
+
+.. code-block:: python
+
+    class RayTransport(Transport):  # actors instead of processes, object refs instead of shared files
+        ...
+
+    class RayMultiSyncCollector(MultiSyncCollector):
+        transport_class = RayTransport
+
+:class:`PipeTransport` runs each worker in a process of the worker layer (:mod:`torchrl.envs._workers`):
+the worker's collector stacks its steps into a TensorDict in a shared file and answers one byte; the
+parent maps the file once and reads batches in place.
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import pickle
-import time
-from multiprocessing.connection import wait as mp_wait
-from typing import Any
+from typing import Any, Sequence
 
-import cloudpickle
+from tensordict import TensorDictBase
 
-from torchrl.collectors._multi_worker import OP_CALL, OP_CLOSE, WorkerSpec, worker_main
-from torchrl.collectors._shm import remove_prefixed
-from torchrl.envs.batched._procs import default_start_method, exit_text as _exit_text
+from torchrl.collectors._multi_worker import OP_COLLECT, OP_WEIGHTS, REPLY_NEW, REPLY_PICKLED, REPLY_SAME, WorkerSpec
+from torchrl.envs._workers import ShmLayout, WorkerPool, default_start_method, new_prefix
 
-__all__ = ["WorkerPool", "default_start_method"]
-
-_JOIN_TIMEOUT = 5.0  # seconds workers get to exit after "close" before they are terminated
-_ERROR_GRACE = 1.0  # seconds to wait for the other workers' replies once one has failed
-
-_MAIN_GUARD = (
-    "process collectors started with mp_start_method={method!r} re-import the main script in every worker: create and "
-    "use the collector under `if __name__ == \"__main__\":` (or use mp_start_method=\"fork\" where available)."
-)
+__all__ = ["PipeTransport", "Transport", "WorkerPool", "default_start_method"]
 
 
-class WorkerPool:
-    """Worker processes of one collector.
+class Transport:
+    """The interface between ``MultiCollector`` and its workers (subclass it for a new backend).
 
     Args:
         owner: the collector's class name (for messages).
+
+    Keyword Args:
+        start_method: how workers start (the multiprocessing start method for processes; a transport may
+            ignore it).
+
+    Every method raises ``RuntimeError`` when a worker failed (the message names the worker and carries
+    its traceback; the worker's exception is the ``__cause__``) or died; after that, :meth:`check` raises.
+    """
+
+    def __init__(self, owner: str, *, start_method: str) -> None:
+        self.owner = owner
+        self.start_method = start_method
+
+    def start(self, specs: Sequence[WorkerSpec]) -> None:
+        """Starts one worker per spec; returns once each has built its collector."""
+        raise NotImplementedError
+
+    def request(self, idx: int) -> None:
+        """Asks worker ``idx`` for its next batch (returns at once)."""
+        raise NotImplementedError
+
+    def receive_all(self, idxs: Sequence[int]) -> dict[int, TensorDictBase]:
+        """The requested batches of workers ``idxs``; a batch may be a view that is valid until the next
+        :meth:`request` to its worker."""
+        raise NotImplementedError
+
+    def receive_any(self, idxs: Sequence[int]) -> tuple[int, TensorDictBase]:
+        """The first requested batch among workers ``idxs``, owned by the caller."""
+        raise NotImplementedError
+
+    def call(self, idxs: Sequence[int], path: str, args: tuple = (), kwargs: dict | None = None, *,
+             mode: str = "call") -> dict[int, Any]:
+        """``{worker: result}`` of calling (``mode="get"``: reading) the dotted ``path`` on the collectors of
+        workers ``idxs`` (no batch may be in flight on them)."""
+        raise NotImplementedError
+
+    def push_weights(self, idx: int, weights: TensorDictBase) -> None:
+        """Makes worker ``idx`` use ``weights`` from its next batch on (no reply; a failure surfaces at the
+        next command)."""
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Raises if the transport was shut down or a worker failed."""
+        raise NotImplementedError
+
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Stops every worker (they close their envs) and releases what the transport holds; idempotent."""
+        raise NotImplementedError
+
+
+class PipeTransport(Transport):
+    """Worker processes with a pipe each, batches in shared memory (see the module docstring).
+
+    Attributes:
+        pool: the :class:`~torchrl.envs._workers.WorkerPool`; ``procs`` are its processes.
         prefix: name prefix of the shared batch files (removed at shutdown).
     """
 
-    def __init__(self, owner: str, prefix: str) -> None:
-        self.owner = owner
-        self.prefix = prefix
-        self.procs: list = []
-        self.conns: list = []
-        self.failed: str | None = None
-        self.closed = False
+    def __init__(self, owner: str, *, start_method: str) -> None:
+        super().__init__(owner, start_method=start_method)
+        self.prefix = new_prefix()
+        self.pool = WorkerPool(owner, self.prefix)
+        self.views: list[TensorDictBase | None] = []
 
-    # -- lifetime --------------------------------------------------------------------------------------------
-    def start(self, specs: list[WorkerSpec], method: str) -> None:
-        """Starts one worker per spec and waits until every worker has built its collector."""
-        if getattr(mp.current_process(), "_inheriting", False):
-            raise RuntimeError(_MAIN_GUARD.format(method=method))
-        ctx = mp.get_context(method)
-        for i, spec in enumerate(specs):
-            parent_end, child_end = ctx.Pipe(duplex=True)
-            close_fds = list(self.conns) if method == "fork" else []
-            proc = ctx.Process(target=worker_main, args=(i, child_end, spec, close_fds), name=f"{self.owner}-worker-{i}")
-            proc.daemon = False
-            try:
-                proc.start()
-            except RuntimeError as err:
-                child_end.close()
-                parent_end.close()
-                if "bootstrapping phase" in str(err):
-                    raise RuntimeError(_MAIN_GUARD.format(method=method)) from err
-                raise
-            child_end.close()
-            self.conns.append(parent_end)
-            self.procs.append(proc)
-        self.collect(range(len(specs)), "start (building its collector)")
+    @property
+    def procs(self) -> list:
+        return self.pool.procs
+
+    def start(self, specs: Sequence[WorkerSpec]) -> None:
+        for spec in specs:
+            if spec.prefix is None:
+                spec.prefix = self.prefix
+        self.views = [None] * len(specs)
+        self.pool.start(specs, self.start_method)
+
+    def request(self, idx: int) -> None:
+        self.pool.send(idx, OP_COLLECT, what="collect")
+
+    def _decode(self, idx: int, msg: bytes) -> TensorDictBase:
+        op = msg[:1]
+        if op == REPLY_SAME:
+            return self.views[idx]
+        if op == REPLY_NEW:
+            layout: ShmLayout = pickle.loads(msg[1:])
+            self.views[idx] = layout.attach()
+            return self.views[idx]
+        if op == REPLY_PICKLED:
+            self.views[idx] = None
+            return pickle.loads(msg[1:])
+        raise RuntimeError(f"{self.owner}: unexpected reply {op!r} from worker {idx}.")
+
+    def receive_all(self, idxs: Sequence[int]) -> dict[int, TensorDictBase]:
+        return {i: self._decode(i, msg) for i, msg in self.pool.collect(idxs, "collect").items()}
+
+    def receive_any(self, idxs: Sequence[int]) -> tuple[int, TensorDictBase]:
+        i, msg = self.pool.wait_any(idxs, "collect")
+        batch = self._decode(i, msg)
+        return i, (batch.clone() if batch is self.views[i] else batch)
+
+    def call(self, idxs: Sequence[int], path: str, args: tuple = (), kwargs: dict | None = None, *,
+             mode: str = "call") -> dict[int, Any]:
+        return self.pool.call(idxs, path, args, kwargs, mode=mode)
+
+    def push_weights(self, idx: int, weights: TensorDictBase) -> None:
+        self.pool.send(idx, OP_WEIGHTS + pickle.dumps(weights), reply=False, what="update_policy_weights_")
+
+    def check(self) -> None:
+        self.pool.check()
 
     def shutdown(self, timeout: float | None = None) -> None:
-        """Asks every worker to exit, terminates those that do not, closes pipes, removes shared files."""
-        if self.closed:
-            return
-        self.closed = True
-        timeout = _JOIN_TIMEOUT if timeout is None else timeout
-        for conn, proc in zip(self.conns, self.procs):
-            if proc.is_alive():
-                try:
-                    conn.send_bytes(OP_CLOSE)
-                except (OSError, ValueError):
-                    pass
-        deadline = time.monotonic() + timeout
-        for proc in self.procs:
-            proc.join(max(deadline - time.monotonic(), 0.0))
-        for proc in self.procs:
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(1.0)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(1.0)
-        for conn in self.conns:
-            try:
-                conn.close()
-            except OSError:
-                pass
-        for proc in self.procs:
-            try:
-                proc.close()
-            except ValueError:
-                pass
-        remove_prefixed(self.prefix)
-        self.procs, self.conns = [], []
-
-    def __len__(self) -> int:
-        return len(self.procs)
-
-    # -- messages -----------------------------------------------------------------------------------------
-    def check(self) -> None:
-        if self.closed:
-            raise RuntimeError(f"{self.owner} has been shut down; build a new collector.")
-        if self.failed is not None:
-            raise RuntimeError(f"{self.owner} cannot continue: {self.failed}. Call shutdown() and build a new collector.")
-
-    def send(self, idx: int, payload: bytes) -> None:
-        try:
-            self.conns[idx].send_bytes(payload)
-        except (OSError, ValueError) as err:
-            self.failed = f"worker {idx} is unreachable ({_exit_text(self.procs[idx].exitcode)})"
-            raise RuntimeError(f"{self.owner}: {self.failed}.") from err
-
-    def call(self, idxs, path: str, *args, call: bool = True, **kwargs) -> dict[int, Any]:
-        """Calls (or reads, with ``call=False``) ``path`` on the collectors of workers ``idxs``."""
-        idxs = list(idxs)
-        payload = OP_CALL + cloudpickle.dumps((path, args, kwargs, call))
-        for i in idxs:
-            self.send(i, payload)
-        return {i: pickle.loads(msg[1:]) for i, msg in self.collect(idxs, f"{path}()" if call else path).items()}
-
-    def wait_any(self, idxs, what: str) -> tuple[int, bytes]:
-        """The first reply among workers ``idxs`` (raises if a worker failed or died)."""
-        idxs = list(idxs)
-        while True:
-            objs = {}
-            for i in idxs:
-                objs[self.conns[i]] = (False, i)
-                objs[self.procs[i].sentinel] = (True, i)
-            ready = mp_wait(list(objs), None)
-            for obj in ready:  # replies first: a worker may answer, then exit
-                is_sentinel, i = objs[obj]
-                if not is_sentinel:
-                    msg = self._read(i, what)
-                    if msg[:1] == b"E":
-                        raise self._error(i, what, msg)
-                    return i, msg
-            for obj in ready:
-                is_sentinel, i = objs[obj]
-                if is_sentinel and not self.conns[i].poll():
-                    raise self._death(i, what)
-
-    def collect(self, idxs, what: str) -> dict[int, bytes]:
-        """One reply from each worker in ``idxs``; raises on the first error or death (after a short grace
-        period in which the other replies are read, so that the pipes stay in order)."""
-        pending = set(idxs)
-        replies: dict[int, bytes] = {}
-        error: BaseException | None = None
-        deadline = None
-        while pending:
-            timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            objs = {}
-            for i in pending:
-                objs[self.conns[i]] = (False, i)
-                objs[self.procs[i].sentinel] = (True, i)
-            ready = mp_wait(list(objs), timeout)
-            if not ready and deadline is not None:
-                break
-            for obj in ready:
-                is_sentinel, i = objs[obj]
-                if i not in pending or is_sentinel:
-                    continue
-                pending.discard(i)
-                try:
-                    msg = self._read(i, what)
-                except RuntimeError as err:
-                    error = error or err
-                    deadline = deadline or time.monotonic() + _ERROR_GRACE
-                    continue
-                if msg[:1] == b"E":
-                    error = error or self._error(i, what, msg)
-                    deadline = deadline or time.monotonic() + _ERROR_GRACE
-                else:
-                    replies[i] = msg
-            for obj in ready:
-                is_sentinel, i = objs[obj]
-                if is_sentinel and i in pending and not self.conns[i].poll():
-                    pending.discard(i)
-                    error = error or self._death(i, what)
-                    deadline = deadline or time.monotonic() + _ERROR_GRACE
-        if error is not None:
-            raise error
-        return replies
-
-    def _read(self, i: int, what: str) -> bytes:
-        try:
-            return self.conns[i].recv_bytes()
-        except (EOFError, OSError):
-            raise self._death(i, what) from None
-
-    def _death(self, i: int, what: str) -> RuntimeError:
-        proc = self.procs[i]
-        proc.join(0.5)
-        self.failed = f"worker {i} died during {what} ({_exit_text(proc.exitcode)})"
-        return RuntimeError(f"{self.owner} {self.failed}; the collector cannot continue: call shutdown().")
-
-    def _error(self, i: int, what: str, msg: bytes) -> RuntimeError:
-        exc, type_name, message, tb = pickle.loads(msg[1:])
-        if what.startswith(("collect", "start")):  # the batch (or the worker) is lost; a failed call is not fatal
-            self.failed = f"worker {i} raised {type_name} during {what}"
-        err = RuntimeError(
-            f"{self.owner} worker {i} failed during {what}: {type_name}: {message}\n\nWorker {i} traceback:\n{tb}"
-        )
-        err.__cause__ = exc
-        err.__suppress_context__ = True
-        return err
+        self.views = [None] * len(self.views)
+        self.pool.shutdown(timeout)

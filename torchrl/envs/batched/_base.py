@@ -205,31 +205,30 @@ class BatchedEnvBase(EnvBase):
                         part.device = common
         self.output_spec = specs["output_spec"]
         self.input_spec = specs["input_spec"]
-        d = self.__dict__
-        d["_closed"] = True  # started lazily (or by start())
-        d["num_workers"] = num_workers
-        d["create_env_fn"] = create_env_fn
-        d["_fns"] = fns
-        d["create_env_kwargs"] = d["_kwargs"] = kwargs
-        d["_worker_metas"] = metas
-        d["_sub_batch"] = sub_batch
-        d["_sub_device"] = ref.device
-        d["pin_memory"] = bool(pin_memory)
-        d["share_individual_td"] = bool(share_individual_td)
-        d["shared_memory"] = bool(shared_memory)
-        d["memmap"] = bool(memmap)
-        d["policy_proof"] = policy_proof
-        d["allow_step_when_done"] = bool(allow_step_when_done)
-        d["num_threads"] = num_threads
-        d["num_sub_threads"] = int(num_sub_threads)
-        d["serial_for_single"] = bool(serial_for_single)
-        d["non_blocking"] = bool(non_blocking)
-        d["mp_start_method"] = mp_start_method
-        d["_use_buffers"] = True if use_buffers is None else bool(use_buffers)
-        d["consolidate"] = bool(consolidate)
-        d["daemon"] = bool(daemon)
-        d["_layouts"] = None
-        d["_last_reset"] = None
+        self._closed = True  # started lazily (or by start())
+        self.num_workers = num_workers
+        self.create_env_fn = create_env_fn
+        self._fns = fns
+        self.create_env_kwargs = self._kwargs = kwargs
+        self._worker_metas = metas
+        self._sub_batch = sub_batch
+        self._sub_device = ref.device
+        self.pin_memory = bool(pin_memory)
+        self.share_individual_td = bool(share_individual_td)
+        self.shared_memory = bool(shared_memory)
+        self.memmap = bool(memmap)
+        self.policy_proof = policy_proof
+        self.allow_step_when_done = bool(allow_step_when_done)
+        self.num_threads = num_threads
+        self.num_sub_threads = int(num_sub_threads)
+        self.serial_for_single = bool(serial_for_single)
+        self.non_blocking = bool(non_blocking)
+        self.mp_start_method = mp_start_method
+        self._use_buffers = True if use_buffers is None else bool(use_buffers)
+        self.consolidate = bool(consolidate)
+        self.daemon = bool(daemon)
+        self._layouts = None
+        self._last_reset = None
 
     @staticmethod
     def _collect_metadata(fns: list, kwargs: list) -> list[EnvMetaData]:
@@ -248,7 +247,7 @@ class BatchedEnvBase(EnvBase):
 
     # -- layouts (derived once from the locked specs) -------------------------------------------------
     def _get_layouts(self) -> dict[str, Layout]:
-        layouts = self.__dict__["_layouts"]
+        layouts = self._layouts
         if layouts is None:
             n = self.batch_dims
             reset_masks = []
@@ -260,48 +259,45 @@ class BatchedEnvBase(EnvBase):
                 "reset_in": Layout([self.full_state_spec], n, extra=reset_masks),
                 "reset_out": Layout([self.full_observation_spec, self.full_done_spec, self.full_state_spec], n),
             }
-            self.__dict__["_layouts"] = layouts
+            self._layouts = layouts
         return layouts
 
     # -- lifetime ----------------------------------------------------------------------------------------
     @property
     def is_closed(self) -> bool:
         """True before the workers start and after :meth:`close`."""
-        return self.__dict__.get("_closed", True)
+        return getattr(self, "_closed", True)
 
     def _check_open(self) -> None:
-        if self.__dict__["_closed"]:
+        if self._closed:
             self.start()
 
     def start(self) -> None:
         """Starts the sub-environments (done automatically on first use)."""
-        d = self.__dict__
-        if not d["_closed"]:
+        if not self._closed:
             raise RuntimeError(f"{type(self).__name__}.start(): the env is already running; close() it first.")
         self._get_layouts()
         self._set_casts()
-        if d["num_threads"] is not None:
-            torch.set_num_threads(d["num_threads"])
+        if self.num_threads is not None:
+            torch.set_num_threads(self.num_threads)
         self._start_workers()
-        d["_closed"] = False
+        self._closed = False
 
     def _set_casts(self) -> None:
         """Device moves between the batched env (``self.device``) and the sub-envs (their own device)."""
-        d = self.__dict__
         cpu = torch.device("cpu")
-        sub = d["_sub_device"] or cpu
+        sub = self._sub_device or cpu
         mine = self.device or cpu
-        d["_cast_in"] = sub if sub != mine else None
-        d["_cast_out"] = mine if sub != mine else None
+        self._cast_in = sub if sub != mine else None
+        self._cast_out = mine if sub != mine else None
 
     def close(self, *, raise_if_closed: bool = True) -> None:
         """Shuts the sub-environments down (worker processes exit; ``start()`` or any use restarts them)."""
-        d = self.__dict__
-        if d.get("_closed", True):
+        if getattr(self, "_closed", True):
             if raise_if_closed:
                 raise RuntimeError(f"{type(self).__name__} is already closed (or was never started).")
             return
-        d["_closed"] = True
+        self._closed = True
         self._shutdown_workers()
 
     def update_kwargs(self, kwargs: dict | Sequence[dict]) -> None:
@@ -310,26 +306,25 @@ class BatchedEnvBase(EnvBase):
         The new arguments are used the next time the sub-environments are created (at the first use of an
         env that is not started yet, or after ``close()``).
         """
-        d = self.__dict__
         if isinstance(kwargs, dict):
-            for kw in d["_kwargs"]:
+            for kw in self._kwargs:
                 kw.update(kwargs)
         else:
             kwargs = list(kwargs)
-            if len(kwargs) != d["num_workers"]:
-                raise ValueError(f"{type(self).__name__}.update_kwargs: got {len(kwargs)} dicts for {d['num_workers']} workers.")
-            for kw, new in zip(d["_kwargs"], kwargs):
+            if len(kwargs) != self.num_workers:
+                raise ValueError(f"{type(self).__name__}.update_kwargs: got {len(kwargs)} dicts for {self.num_workers} workers.")
+            for kw, new in zip(self._kwargs, kwargs):
                 kw.update(new)
 
     # -- step / reset ------------------------------------------------------------------------------------
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
         # The sub-envs already completed their outputs (done siblings, shapes): no second pass here.
         next_td = self._step(tensordict)
-        if self.__dict__["_run_type_checks"]:
+        if self._run_type_checks:
             self._type_check(next_td, self.full_observation_spec, "step")
             self._type_check(next_td, self.full_reward_spec, "step")
             self._type_check(next_td, self.full_done_spec, "step")
-        if self.__dict__["share_individual_td"]:
+        if self.share_individual_td:
             next_td = LazyStackedTensorDict.lazy_stack(list(next_td.unbind(0)), 0)
         return next_td
 
@@ -337,7 +332,7 @@ class BatchedEnvBase(EnvBase):
         """``(num_workers,)`` bool mask of the workers a reset concerns (``None``: all of them)."""
         if tensordict is None:
             return None
-        n = self.__dict__["num_workers"]
+        n = self.num_workers
         mask = None
         for key in self.reset_keys:
             value = fast_get(tensordict, key)
@@ -350,12 +345,12 @@ class BatchedEnvBase(EnvBase):
     def _reset(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
         layout = self._get_layouts()["reset_out"]
         mask = self._workers_to_reset(tensordict)
-        n = self.__dict__["num_workers"]
+        n = self.num_workers
         rows = list(range(n)) if mask is None else mask.nonzero().squeeze(-1).tolist()
         leaves = self._reset_workers(tensordict, rows, kwargs)
         if len(rows) < n:
             keep = ~mask.to(torch.bool)
-            last = self.__dict__["_last_reset"]
+            last = self._last_reset
             for j, key in enumerate(layout.keys):
                 leaf = leaves[j]
                 if leaf is None:
@@ -365,9 +360,9 @@ class BatchedEnvBase(EnvBase):
                     current = last[j]
                 if current is not None:
                     leaf[keep] = current[keep].to(leaf.device)
-        self.__dict__["_last_reset"] = leaves
+        self._last_reset = leaves
         out = layout.build(leaves, self.batch_size, self.device)
-        if self.__dict__["share_individual_td"]:
+        if self.share_individual_td:
             out = LazyStackedTensorDict.lazy_stack(list(out.unbind(0)), 0)
         return out
 
@@ -391,7 +386,7 @@ class BatchedEnvBase(EnvBase):
         so one seed gives distinct, reproducible seeds across workers (identical ones with ``static_seed``).
         """
         self._check_open()
-        for i in range(self.__dict__["num_workers"]):
+        for i in range(self.num_workers):
             seed = self._seed_worker(i, seed, static_seed)
         return seed
 
@@ -402,7 +397,7 @@ class BatchedEnvBase(EnvBase):
         try:
             return super().__getattr__(name)
         except AttributeError:
-            if name.startswith("_") or "_fns" not in self.__dict__:
+            if name.startswith("_") or "_fns" not in vars(self):  # (reading self._fns here would recurse)
                 raise
         self._check_open()
         return self._remote_getattr(name)
@@ -421,7 +416,7 @@ class BatchedEnvBase(EnvBase):
     def load_state_dict(self, state_dict, *args, **kwargs):
         """Loads ``state_dict["worker{i}"]`` into sub-env ``i``."""
         self._check_open()
-        n = self.__dict__["num_workers"]
+        n = self.num_workers
         missing = [f"worker{i}" for i in range(n) if f"worker{i}" not in state_dict]
         if missing:
             raise KeyError(f"{type(self).__name__}.load_state_dict: missing entries {missing}; expected worker0..worker{n - 1}.")
@@ -438,17 +433,16 @@ class BatchedEnvBase(EnvBase):
         return self
 
     # -- pickling: an unstarted env can travel to another process -----------------------------------------
-    _RUNTIME_KEYS = ("_envs", "_step_fns", "_workers", "_finalizer")
+    _RUNTIME_KEYS = ("_envs", "_step_fns", "_workers", "_finalizer", "_shared")
 
     def __getstate__(self) -> dict:
-        d = self.__dict__
-        if not d["_closed"]:
+        if not self._closed:
             raise RuntimeError(
                 f"{type(self).__name__}: a running env cannot be pickled (its sub-environments belong to this "
                 f"process); pickle it before its first use, or close() it first."
             )
-        state = {k: v for k, v in d.items() if k not in self._RUNTIME_KEYS}
-        state["_fns"] = cloudpickle.dumps(d["_fns"])
+        state = {k: v for k, v in vars(self).items() if k not in self._RUNTIME_KEYS}
+        state["_fns"] = cloudpickle.dumps(self._fns)
         state["create_env_fn"] = None
         return state
 
@@ -461,8 +455,7 @@ class BatchedEnvBase(EnvBase):
         self.__dict__.update(state)
 
     def __repr__(self) -> str:
-        d = self.__dict__
-        return f"{type(self).__name__}(\n\tenv={d['_worker_metas'][0].env_str}, \n\tbatch_size={self.batch_size})"
+        return f"{type(self).__name__}(\n\tenv={self._worker_metas[0].env_str}, \n\tbatch_size={self.batch_size})"
 
     # -- executor contract ------------------------------------------------------------------------------------
     def _start_workers(self) -> None:

@@ -5,13 +5,11 @@ TensorDicts that hold them. It is derived once from the specs and then used on e
 
 - read the leaves of a TensorDict in a fixed order (:meth:`Layout.read`),
 - build a TensorDict from a list of leaves without per-entry validation (:meth:`Layout.build`),
-- allocate one shared-memory tensor per leaf for all workers (:func:`allocate`), whose rows each worker
-  views once and writes in place.
+- size the shared buffers of a ``ParallelEnv`` (one tensor per leaf for all workers, in one
+  :class:`~torchrl.envs._workers.SharedBlock`), whose rows each worker views once and writes in place.
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from typing import Sequence
 
 import torch
@@ -21,7 +19,7 @@ from tensordict.utils import NestedKey
 from torchrl._fast import fast_get, new_td
 from torchrl.data.tensor_specs import Composite
 
-__all__ = ["Layout", "allocate", "as_key", "release"]
+__all__ = ["Layout", "as_key"]
 
 
 def as_key(key: tuple[str, ...]) -> NestedKey:
@@ -128,40 +126,3 @@ class Layout:
             torch.zeros((*batch, *shape[n:]) if batch is not None else shape, dtype=dtype)
             for shape, dtype in zip(self.shapes, self.dtypes)
         ]
-
-
-def allocate(layout: Layout, *, memmap: bool = False, device: torch.device | None = None) -> list[torch.Tensor]:
-    """One zero-filled tensor per leaf of ``layout``, shared between processes.
-
-    CPU buffers live in shared memory (``memmap=True``: in memory-mapped temporary files, removed by
-    :func:`release`); buffers on an accelerator are plain tensors on that device.
-    """
-    out = []
-    for shape, dtype in zip(layout.shapes, layout.dtypes):
-        if device is not None and device.type != "cpu":
-            out.append(torch.zeros(shape, dtype=dtype, device=device))
-        elif memmap:
-            fd, path = tempfile.mkstemp(prefix="torchrl_batched_", suffix=".mmap")
-            os.close(fd)
-            numel = max(int(torch.Size(shape).numel()), 1)
-            nbytes = numel * torch.empty((), dtype=dtype).element_size()
-            with open(path, "wb") as f:
-                f.truncate(nbytes)
-            flat = torch.from_file(path, shared=True, size=numel, dtype=dtype)
-            flat.__dict__["_torchrl_path"] = path
-            out.append(flat[: torch.Size(shape).numel()].view(shape))
-        else:
-            out.append(torch.zeros(shape, dtype=dtype).share_memory_())
-    return out
-
-
-def release(buffers: Sequence[torch.Tensor]) -> None:
-    """Removes the files behind memory-mapped buffers (shared-memory buffers need nothing)."""
-    for t in buffers:
-        base = t._base if t._base is not None else t
-        path = base.__dict__.get("_torchrl_path")
-        if path is not None:
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass

@@ -1,48 +1,38 @@
 """``ParallelEnv``: one sub-environment per worker process, data exchanged through shared memory.
 
 The parent allocates the transfer buffers from the specs before starting any worker (one shared tensor
-per leaf, all workers' rows); each worker views its row once. A step is: one ``copy_`` per input leaf
-(all workers at once), a 5-byte command per worker, a wait on every worker's channel *and* process
-sentinel (so that a dead worker raises instead of hanging), then one clone per output leaf. Nothing is
-pickled on that path. Errors raised in a worker come back with their traceback and are re-raised here,
-naming the worker; the env can then be closed cleanly.
+per leaf, all workers' rows, in one shared file); each worker views its row once. A step is: one ``copy_``
+per input leaf (all workers at once), a 5-byte command per worker, a wait on every worker's channel *and*
+process sentinel (so that a dead worker raises instead of hanging), then one clone per output leaf.
+Nothing is pickled on that path. Processes, waits, errors and shutdown are the worker layer's
+(:mod:`torchrl.envs._workers`); the env's commands are served by :mod:`._worker`.
 """
 from __future__ import annotations
 
 import multiprocessing as mp
-import multiprocessing.util as mp_util
 import pickle
-import time
+import tempfile
 
 import torch
 from tensordict import TensorDictBase
 
 from torchrl._fast import fast_get
+from torchrl.envs._workers import SharedBlock, WorkerPool, default_start_method, frame, new_prefix, shm_dir
 from torchrl.envs.batched._base import BatchedEnvBase
-from torchrl.envs.batched._buffers import allocate
-from torchrl.envs.batched._channel import (
-    OP_CALL,
-    OP_GETATTR,
+from torchrl.envs.batched._serial import SerialEnv
+from torchrl.envs.batched._worker import (
     OP_RESET,
     OP_RESET_PICKLED,
-    OP_SEED,
+    OP_STEP,
     OP_STEP_PICKLED,
-    REPLY_ERROR,
-    Channel,
+    EnvWorkerSpec,
+    split_buffers,
 )
-from torchrl.envs.batched._procs import Workers, default_start_method, exit_text, shutdown
-from torchrl.envs.batched._serial import SerialEnv
-from torchrl.envs.batched._worker import WorkerSpec, worker_main
 
 __all__ = ["ParallelEnv"]
 
-_ERROR_GRACE = 1.0  # seconds to wait for the other workers once one has failed
-
-_MAIN_GUARD = (
-    "ParallelEnv with mp_start_method={method!r} starts its workers by re-importing the main script, so the "
-    "code that creates and uses the env must run under `if __name__ == \"__main__\":` (or use "
-    "mp_start_method=\"fork\" where available)."
-)
+_STEP = frame(OP_STEP)  # the complete wire form of a step command
+_UNUSABLE = "ParallelEnv cannot be used anymore: {failed}. Call close() and start() again."
 
 
 class ParallelEnv(BatchedEnvBase):
@@ -77,18 +67,18 @@ class ParallelEnv(BatchedEnvBase):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        d = self.__dict__
-        method = d["mp_start_method"]
+        method = self.mp_start_method
         if method is not None and method not in mp.get_all_start_methods():
             raise ValueError(
                 f"ParallelEnv: mp_start_method={method!r} is not available here; choose one of {mp.get_all_start_methods()}."
             )
-        if d["_use_buffers"] and self._has_non_tensor_specs():
+        if self._use_buffers and self._has_non_tensor_specs():
             if kwargs.get("use_buffers"):
                 raise ValueError("ParallelEnv: use_buffers=True is not possible with NonTensor specs; use use_buffers=False.")
-            d["_use_buffers"] = False
-        d["_workers"] = None
-        d["_finalizer"] = None
+            self._use_buffers = False
+        self._workers = None
+        self._finalizer = None
+        self._shared = None
 
     @classmethod
     def make_parallel(cls, *args, num_envs: int = 1, **parallel_kwargs) -> "ParallelEnv":
@@ -104,287 +94,146 @@ class ParallelEnv(BatchedEnvBase):
 
     # -- lifetime -------------------------------------------------------------------------------------
     def _start_workers(self) -> None:
-        d = self.__dict__
-        method = d["mp_start_method"] or default_start_method()
-        if getattr(mp.current_process(), "_inheriting", False):
-            raise RuntimeError(_MAIN_GUARD.format(method=method))
-        ctx = mp.get_context(method)
-        layouts = d["_layouts"]
-        workers = Workers()
-        if d["_use_buffers"]:
-            buf_device = d["_sub_device"] if d["_sub_device"] is not None and d["_sub_device"].type != "cpu" else None
-            workers.buffers = {name: allocate(layout, memmap=d["memmap"], device=buf_device) for name, layout in layouts.items()}
-        d["_workers"] = workers
-        d["_finalizer"] = mp_util.Finalize(self, shutdown, args=(workers,), exitpriority=10)
-        for i in range(d["num_workers"]):
-            spec = WorkerSpec(d["_fns"][i], d["_kwargs"][i], layouts, workers.buffers, d["_worker_metas"][i].specs,
-                              d["num_sub_threads"])
-            parent_end, child_end = ctx.Pipe(duplex=True)
-            close_fds = [c.conn for c in workers.chans] if method == "fork" else []
-            proc = ctx.Process(
-                target=worker_main, args=(i, child_end, spec, close_fds), daemon=d["daemon"], name=f"ParallelEnv-worker-{i}"
-            )
-            try:
-                proc.start()
-            except RuntimeError as err:
-                self._abort_start()
-                if "bootstrapping phase" in str(err):
-                    raise RuntimeError(_MAIN_GUARD.format(method=method)) from err
-                raise
-            except BaseException:
-                self._abort_start()
-                raise
-            child_end.close()
-            workers.add(proc, Channel(parent_end))
+        method = self.mp_start_method or default_start_method()
+        layouts = self._layouts
+        directory = tempfile.gettempdir() if self.memmap else shm_dir()  # memmap: a file in the temporary directory
+        pool = WorkerPool("ParallelEnv", new_prefix("torchrl_batched_", directory), fatal=("start",), keep=(ValueError,),
+                          remedy="the env cannot continue: call close()", unusable=_UNUSABLE)
+        block, device_buffers = None, None
+        self._workers = pool
+        self._finalizer = pool.finalize_with(self)
         try:
-            self._collect(range(d["num_workers"]), "start (building its env)", start_method=method)
+            if self._use_buffers:
+                sub = self._sub_device
+                if sub is not None and sub.type != "cpu":  # accelerator buffers: plain tensors on that device
+                    device_buffers = {
+                        name: [torch.zeros(s, dtype=d, device=sub) for s, d in zip(layout.shapes, layout.dtypes)]
+                        for name, layout in layouts.items()
+                    }
+                    self._shared = device_buffers
+                else:
+                    leaves = [(s, d) for layout in layouts.values() for s, d in zip(layout.shapes, layout.dtypes)]
+                    block = SharedBlock(pool.prefix, leaves)
+                    self._shared = split_buffers(layouts, block.create())
+            specs = [
+                EnvWorkerSpec(self._fns[i], self._kwargs[i], layouts, block, device_buffers, self._worker_metas[i].specs,
+                              self.num_sub_threads)
+                for i in range(self.num_workers)
+            ]
+            pool.start(specs, method, daemon=self.daemon)
         except BaseException:
-            self._abort_start()
+            self._shutdown_workers()
             raise
-
-    def _abort_start(self) -> None:
-        d = self.__dict__
-        finalizer = d.get("_finalizer")
-        if finalizer is not None:
-            finalizer()
-        d["_workers"] = None
-        d["_finalizer"] = None
+        if block is not None and not self.memmap:
+            block.unlink()  # every worker has mapped it: the memory goes with the last process
 
     def _shutdown_workers(self) -> None:
-        self._abort_start()
+        finalizer = self._finalizer
+        if finalizer is not None:
+            finalizer()
+        self._workers = None
+        self._finalizer = None
+        self._shared = None
 
     # -- talking to workers ------------------------------------------------------------------------------
-    def _live(self) -> Workers:
-        d = self.__dict__
-        if d["_closed"]:
+    def _live(self) -> WorkerPool:
+        """The started pool, with no reply left unread (raises if a worker died)."""
+        if self._closed:
             self.start()
-        workers = d["_workers"]
-        if workers.failed is not None:
-            raise RuntimeError(f"ParallelEnv cannot be used anymore: {workers.failed}. Call close() and start() again.")
-        if any(workers.pending):
-            workers.drain()
-        return workers
-
-    def _collect(self, idxs, what: str, start_method: str | None = None) -> dict[int, bytes]:
-        """Waits for one reply from each worker in ``idxs`` (their payloads); raises on an error or a death.
-
-        After the first failure the other workers get ``_ERROR_GRACE`` seconds to answer; replies still
-        missing then stay counted in ``pending`` and are read before the next command.
-        """
-        workers = self.__dict__["_workers"]
-        pending = set(idxs)
-        for i in pending:
-            workers.pending[i] += 1
-        replies: dict[int, bytes] = {}
-        error = None
-        deadline = None
-        while pending:
-            timeout = None if deadline is None else deadline - time.monotonic()
-            if timeout is not None and timeout <= 0:
-                break
-            for is_sentinel, i in workers.ready(pending, timeout):
-                chan = workers.chans[i]
-                if i not in pending:  # only a death matters for a worker we expect nothing from
-                    if is_sentinel and i not in workers.dead:
-                        workers.forget(i)
-                        error = error or self._death(workers, i, what, start_method)
-                        deadline = deadline or time.monotonic() + _ERROR_GRACE
-                    continue
-                if is_sentinel and chan.poll():
-                    continue  # the reply arrived before the exit: read it through the channel's own event
-                try:
-                    if is_sentinel:
-                        raise EOFError
-                    op, payload = chan.recv()
-                except (EOFError, OSError):
-                    pending.discard(i)
-                    workers.pending[i] -= 1
-                    workers.forget(i)
-                    error = error or self._death(workers, i, what, start_method)
-                    deadline = deadline or time.monotonic() + _ERROR_GRACE
-                    continue
-                pending.discard(i)
-                workers.pending[i] -= 1
-                if op == REPLY_ERROR:
-                    error = error or self._worker_error(i, what, payload)
-                    deadline = deadline or time.monotonic() + _ERROR_GRACE
-                else:
-                    replies[i] = payload
-        if error is not None:
-            raise error
-        return replies
-
-    def _death(self, workers: Workers, i: int, what: str, start_method: str | None) -> RuntimeError:
-        proc = workers.procs[i]
-        proc.join(0.5)
-        workers.failed = f"worker {i} died during {what} ({exit_text(proc.exitcode)})"
-        if what.startswith("start"):
-            hint = " " + _MAIN_GUARD.format(method=start_method) if start_method in ("spawn", "forkserver") else ""
-            return RuntimeError(f"ParallelEnv {workers.failed}.{hint}")
-        return RuntimeError(f"ParallelEnv {workers.failed}; the env cannot continue: call close().")
-
-    @staticmethod
-    def _worker_error(i: int, what: str, payload: bytes) -> BaseException:
-        exc, type_name, message, tb = pickle.loads(payload)
-        text = f"ParallelEnv worker {i} failed during {what}: {type_name}: {message}\n\nWorker {i} traceback:\n{tb}"
-        # A spec mismatch found by a starting worker keeps its ValueError; everything else is a RuntimeError.
-        err: BaseException = ValueError(text) if isinstance(exc, ValueError) and what.startswith("start") else RuntimeError(text)
-        err.__cause__ = exc
-        err.__suppress_context__ = True
-        return err
-
-    def _send_all(self, workers: Workers, op: bytes, payload: bytes, idxs, what: str) -> None:
-        for i in idxs:
-            try:
-                workers.chans[i].send(op, payload)
-            except (OSError, ValueError):
-                self._send_failed(workers, i, what)
-
-    def _send_failed(self, workers: Workers, i: int, what: str) -> None:
-        """A send to worker ``i`` failed: its channel is broken, so the worker is dead."""
-        workers.forget(i)
-        raise self._death(workers, i, what, None)
+        pool = self._workers
+        pool.check()
+        if any(pool.pending):
+            pool.drain()
+        return pool
 
     def _request(self, op: bytes, payload, idxs, what: str) -> dict[int, object]:
         """A cold-path command: pickled payload out, pickled values back."""
-        workers = self._live()
+        pool = self._live()
         idxs = list(idxs)
-        self._send_all(workers, op, pickle.dumps(payload), idxs, what)
-        return {i: pickle.loads(value) for i, value in self._collect(idxs, what).items()}
+        message = op + pickle.dumps(payload)
+        for i in idxs:
+            pool.send(i, message, what=what)
+        return {i: pickle.loads(msg[1:]) for i, msg in pool.collect(idxs, what).items()}
 
     # -- step / reset ---------------------------------------------------------------------------------------
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        d = self.__dict__
-        workers = d["_workers"]
-        if workers is None or workers.failed is not None or any(workers.pending):
-            workers = self._live()
-        layouts = d["_layouts"]
-        if workers.buffers is None:
-            return self._step_pickled(tensordict, layouts)
+        pool = self._workers
+        if pool is None or pool.failed is not None or any(pool.pending):
+            pool = self._live()
+        buffers = self._shared
+        if buffers is None:
+            return self._step_pickled(tensordict)
+        layouts = self._layouts
+        non_blocking = self.non_blocking
         dst, src = [], []
-        for key, buf in zip(layouts["step_in"].keys, workers.buffers["step_in"]):
+        for key, buf in zip(layouts["step_in"].keys, buffers["step_in"]):
             value = fast_get(tensordict, key)
             if value is not None:
                 dst.append(buf)
                 src.append(value)
         if len(dst) == 1:
-            dst[0].copy_(src[0], non_blocking=d["non_blocking"])
+            dst[0].copy_(src[0], non_blocking=non_blocking)
         else:
             try:
-                torch._foreach_copy_(dst, src, non_blocking=d["non_blocking"])
+                torch._foreach_copy_(dst, src, non_blocking=non_blocking)
             except (RuntimeError, TypeError):
                 for a, b in zip(dst, src):
                     a.copy_(b)
-        chans = workers.chans
-        pending = workers.pending
-        for i, chan in enumerate(chans):
-            try:
-                chan.send_raw(chan.hot_step)
-            except (OSError, ValueError):
-                self._send_failed(workers, i, "step")
-            pending[i] += 1
-        if workers.poller is not None:
-            # Hot path: read the acknowledgements as they arrive; deaths and errors take the slow paths.
-            left = len(chans)
-            fdmap = workers.fdmap
-            poll = workers.poller.poll
-            while left:
-                slow = False
-                for fd, _ in poll():
-                    is_sentinel, i = fdmap[fd]
-                    if is_sentinel or not pending[i]:
-                        slow = True
-                        continue
-                    try:
-                        op, payload = chans[i].recv()
-                    except (EOFError, OSError):
-                        slow = True
-                        continue
-                    pending[i] -= 1
-                    left -= 1
-                    if op == REPLY_ERROR:
-                        self._raise_step_error(workers, i, payload)
-                if slow:
-                    self._finish_step(workers)
-                    break
-        else:
-            self._finish_step(workers)
-        cast = d["_cast_out"]
+        pool.broadcast(_STEP, "step")
+        pool.collect(pool.everyone, "step")
+        cast = self._cast_out
         if cast is None:
-            leaves = [b.clone() for b in workers.buffers["step_out"]]
+            leaves = [b.clone() for b in buffers["step_out"]]
         else:
-            leaves = [b.to(cast, non_blocking=d["non_blocking"]) for b in workers.buffers["step_out"]]
+            leaves = [b.to(cast, non_blocking=non_blocking) for b in buffers["step_out"]]
         return layouts["step_out"].build(leaves, self.batch_size, self.device)
 
-    def _finish_step(self, workers: Workers) -> None:
-        """Slow path of a step (a worker died, or no poller here): waits for the remaining acknowledgements."""
-        idxs = [i for i, c in enumerate(workers.pending) if c]
-        for i in idxs:
-            workers.pending[i] -= 1  # _collect counts them again
-        self._collect(idxs, "step")
-
-    def _raise_step_error(self, workers: Workers, i: int, payload: bytes) -> None:
-        error = self._worker_error(i, "step", payload)
-        others = [j for j, c in enumerate(workers.pending) if c]
-        if others:
-            for j in others:
-                workers.pending[j] -= 1
-            try:
-                self._collect(others, "step")
-            except Exception:  # noqa: BLE001 - the first error is the one reported
-                pass
-        raise error
-
-    def _step_pickled(self, tensordict: TensorDictBase, layouts: dict) -> TensorDictBase:
-        lin = layouts["step_in"]
-        d = self.__dict__
+    def _step_pickled(self, tensordict: TensorDictBase) -> TensorDictBase:
+        lin = self._layouts["step_in"]
         cols = [x.unbind(0) if x is not None else None for x in lin.read(tensordict)]
-        n = d["num_workers"]
-        workers = d["_workers"]
+        n = self.num_workers
+        pool = self._workers
         for i in range(n):
-            row = lin.build([c[i] if c is not None else None for c in cols], d["_sub_batch"])
-            self._send_all(workers, OP_STEP_PICKLED, pickle.dumps(row), [i], "step")
-        replies = self._collect(range(n), "step")
-        out = torch.stack([pickle.loads(replies[i]) for i in range(n)], 0)
+            row = lin.build([c[i] if c is not None else None for c in cols], self._sub_batch)
+            pool.send(i, OP_STEP_PICKLED + pickle.dumps(row), what="step")
+        replies = pool.collect(range(n), "step")
+        out = torch.stack([pickle.loads(replies[i][1:]) for i in range(n)], 0)
         if self.device is not None and out.device != self.device:
             out = out.to(self.device)
         return out
 
     def _reset_workers(self, tensordict: TensorDictBase | None, rows: list[int], kwargs: dict) -> list:
-        d = self.__dict__
-        workers = self._live()
-        layouts = d["_layouts"]
+        self._live()
         inputs = self._reset_inputs(tensordict)
-        if workers.buffers is None:
-            return self._reset_pickled(inputs, rows, kwargs, layouts)
+        buffers = self._shared
+        if buffers is None:
+            return self._reset_pickled(inputs, rows, kwargs)
         present = None
         if inputs is not None:
             present = [j for j, x in enumerate(inputs) if x is not None]
             for j in present:
-                workers.buffers["reset_in"][j].copy_(inputs[j])
+                buffers["reset_in"][j].copy_(inputs[j])
         missing: set[int] = set()
         if rows:
-            self._send_all(workers, OP_RESET, pickle.dumps((present, kwargs)), rows, "reset")
-            for value in self._collect(rows, "reset").values():
-                missing.update(pickle.loads(value))
-        cast = d["_cast_out"]
+            for value in self._request(OP_RESET, (present, kwargs), rows, "reset").values():
+                missing.update(value)
+        cast = self._cast_out
         return [
             None if j in missing else (buf.clone() if cast is None else buf.to(cast))
-            for j, buf in enumerate(workers.buffers["reset_out"])
+            for j, buf in enumerate(buffers["reset_out"])
         ]
 
-    def _reset_pickled(self, inputs, rows: list[int], kwargs: dict, layouts: dict) -> list:
-        lin, lout = layouts["reset_in"], layouts["reset_out"]
-        d = self.__dict__
+    def _reset_pickled(self, inputs, rows: list[int], kwargs: dict) -> list:
+        lin, lout = self._layouts["reset_in"], self._layouts["reset_out"]
         cols = [x.unbind(0) if x is not None else None for x in inputs] if inputs is not None else None
-        workers = d["_workers"]
+        pool = self._workers
         for i in rows:
-            td = lin.build([c[i] if c is not None else None for c in cols], d["_sub_batch"]) if cols is not None else None
-            self._send_all(workers, OP_RESET_PICKLED, pickle.dumps((td, kwargs)), [i], "reset")
-        outs = {i: pickle.loads(value) for i, value in self._collect(rows, "reset").items()}
+            td = lin.build([c[i] if c is not None else None for c in cols], self._sub_batch) if cols is not None else None
+            pool.send(i, OP_RESET_PICKLED + pickle.dumps((td, kwargs)), what="reset")
+        outs = {i: pickle.loads(msg[1:]) for i, msg in pool.collect(rows, "reset").items()}
         leaves = []
         for key, zero in zip(lout.keys, lout.zeros()):
-            values = [fast_get(outs[i], key) if i in outs else None for i in range(d["num_workers"])]
+            values = [fast_get(outs[i], key) if i in outs else None for i in range(self.num_workers)]
             if any(values[i] is None for i in rows):
                 leaves.append(None)
                 continue
@@ -393,16 +242,20 @@ class ParallelEnv(BatchedEnvBase):
 
     # -- seeding and remote attributes --------------------------------------------------------------------------
     def _seed_worker(self, idx: int, seed: int | None, static_seed: bool) -> int | None:
-        return self._request(OP_SEED, (seed, static_seed), [idx], "set_seed")[idx]
+        return self._live().call([idx], "set_seed", (seed,), {"static_seed": static_seed})[idx]
 
-    def _remote_getattr(self, name: str):
-        n = self.__dict__["num_workers"]
+    def _probe(self, name: str, idxs, missing: str) -> dict:
+        """``{worker: (is_method, value)}`` of attribute ``name`` (``missing``: the AttributeError message)."""
         try:
-            replies = self._request(OP_GETATTR, name, range(n), f"getattr({name!r})")
+            return self._live().call(idxs, name, mode="probe")
         except RuntimeError as err:
             if isinstance(err.__cause__, AttributeError):
-                raise AttributeError(f"ParallelEnv has no attribute {name!r}, and neither have its sub-envs.") from err
+                raise AttributeError(missing) from err
             raise
+
+    def _remote_getattr(self, name: str):
+        n = self.num_workers
+        replies = self._probe(name, range(n), f"ParallelEnv has no attribute {name!r}, and neither have its sub-envs.")
         if all(replies[i][0] for i in range(n)):
 
             def call_all(*args, **kwargs):
@@ -412,13 +265,13 @@ class ParallelEnv(BatchedEnvBase):
         return [replies[i][1] for i in range(n)]
 
     def _remote_call(self, name: str, args: tuple, kwargs: dict, workers: list[int] | None = None) -> list:
-        idxs = range(self.__dict__["num_workers"]) if workers is None else workers
-        replies = self._request(OP_CALL, (name, args, kwargs), idxs, f"{name}()")
+        idxs = range(self.num_workers) if workers is None else workers
+        replies = self._live().call(idxs, name, args, kwargs)
         return [replies[i] for i in idxs]
 
     def __getitem__(self, index: int) -> "_WorkerHandle":
         """A handle on worker ``index``: ``env[i].attr`` reads one worker's attribute, ``env[i].method()`` calls it."""
-        n = self.__dict__["num_workers"]
+        n = self.num_workers
         if not isinstance(index, int) or not -n <= index < n:
             raise IndexError(f"ParallelEnv[{index!r}]: expected a worker index in [0, {n}).")
         return _WorkerHandle(self, index % n)
@@ -442,12 +295,7 @@ class _WorkerHandle:
             raise AttributeError(name)
         env, i = self._env, self._index
         env._check_open()
-        try:
-            is_method, value = env._request(OP_GETATTR, name, [i], f"getattr({name!r})")[i]
-        except RuntimeError as err:
-            if isinstance(err.__cause__, AttributeError):
-                raise AttributeError(f"ParallelEnv worker {i}'s env has no attribute {name!r}.") from err
-            raise
+        is_method, value = env._probe(name, [i], f"ParallelEnv worker {i}'s env has no attribute {name!r}.")[i]
         if is_method:
             return lambda *args, **kwargs: env._remote_call(name, args, kwargs, workers=[i])[0]
         return value

@@ -36,14 +36,13 @@ class SerialEnv(BatchedEnvBase):
 
     # -- lifetime -------------------------------------------------------------------------------------
     def _start_workers(self) -> None:
-        d = self.__dict__
         envs = []
         try:
-            for i, (fn, kwargs) in enumerate(zip(d["_fns"], d["_kwargs"])):
+            for i, (fn, kwargs) in enumerate(zip(self._fns, self._kwargs)):
                 env = fn(**kwargs)
                 if not isinstance(env, EnvBase):
                     raise TypeError(f"SerialEnv: create_env_fn returned {type(env).__name__} for worker {i}, not an EnvBase.")
-                diff = first_difference(d["_worker_metas"][i].specs, describe(env))
+                diff = first_difference(self._worker_metas[i].specs, describe(env))
                 if diff is not None:
                     raise ValueError(
                         f"SerialEnv: worker {i}'s env has different specs from the ones the batched env was built "
@@ -54,19 +53,18 @@ class SerialEnv(BatchedEnvBase):
             for env in envs:
                 env.close(raise_if_closed=False)
             raise
-        d["_envs"] = envs
-        d["_step_fns"] = [env._step_output for env in envs]
+        self._envs = envs
+        self._step_fns = [env._step_output for env in envs]
 
     def _shutdown_workers(self) -> None:
-        d = self.__dict__
-        for env in d.get("_envs") or ():
+        for env in getattr(self, "_envs", None) or ():
             env.close(raise_if_closed=False)
-        d["_envs"] = None
-        d["_step_fns"] = None
+        self._envs = None
+        self._step_fns = None
 
     # -- step / reset ---------------------------------------------------------------------------------------
     def _columns(self, leaves: list) -> list:
-        cast = self.__dict__["_cast_in"]
+        cast = self._cast_in
         if cast is not None:
             leaves = [x.to(cast) if x is not None else None for x in leaves]
         return [x.unbind(0) if x is not None else None for x in leaves]
@@ -77,7 +75,7 @@ class SerialEnv(BatchedEnvBase):
         With ``rows`` (a partial reset), only those sub-envs have outputs; the other rows are zeros
         (the caller fills them), and a leaf missing from the reset outputs is left out (``None``).
         """
-        cast = self.__dict__["_cast_out"]
+        cast = self._cast_out
         stack = torch.stack
         leaves = []
         for key in layout.keys:
@@ -99,24 +97,22 @@ class SerialEnv(BatchedEnvBase):
         return leaves
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        d = self.__dict__
-        layouts = d["_layouts"]
+        layouts = self._layouts
         lin = layouts["step_in"]
         columns = self._columns(lin.read(tensordict))
-        sub, build = d["_sub_batch"], lin.build
-        outs = [step(build([c[i] if c is not None else None for c in columns], sub)) for i, step in enumerate(d["_step_fns"])]
+        sub, build = self._sub_batch, lin.build
+        outs = [step(build([c[i] if c is not None else None for c in columns], sub)) for i, step in enumerate(self._step_fns)]
         lout = layouts["step_out"]
         return lout.build(self._stack(lout, outs, "step"), self.batch_size, self.device)
 
     def _reset_workers(self, tensordict: TensorDictBase | None, rows: list[int], kwargs: dict) -> list:
-        d = self.__dict__
-        layouts = d["_layouts"]
+        layouts = self._layouts
         lin, lout = layouts["reset_in"], layouts["reset_out"]
         inputs = self._reset_inputs(tensordict)
         columns = self._columns(inputs) if inputs is not None else None
-        sub = d["_sub_batch"]
-        envs = d["_envs"]
-        outs = [None] * d["num_workers"]
+        sub = self._sub_batch
+        envs = self._envs
+        outs = [None] * self.num_workers
         for i in rows:
             td = lin.build([c[i] if c is not None else None for c in columns], sub) if columns is not None else None
             outs[i] = envs[i].reset(td, **kwargs)
@@ -126,10 +122,10 @@ class SerialEnv(BatchedEnvBase):
 
     # -- seeding and remote attributes -------------------------------------------------------------------------
     def _seed_worker(self, idx: int, seed: int | None, static_seed: bool) -> int | None:
-        return self.__dict__["_envs"][idx].set_seed(seed, static_seed=static_seed)
+        return self._envs[idx].set_seed(seed, static_seed=static_seed)
 
     def _remote_getattr(self, name: str):
-        envs = self.__dict__["_envs"]
+        envs = self._envs
         try:
             values = [getattr(env, name) for env in envs]
         except AttributeError:
@@ -143,23 +139,22 @@ class SerialEnv(BatchedEnvBase):
         return values
 
     def _remote_call(self, name: str, args: tuple, kwargs: dict, workers: list[int] | None = None) -> list:
-        envs = self.__dict__["_envs"]
+        envs = self._envs
         idx = range(len(envs)) if workers is None else workers
         return [getattr(envs[i], name)(*args, **kwargs) for i in idx]
 
     def __getitem__(self, index):
         """The sub-env(s) at ``index`` (starts the env if needed)."""
         self._check_open()
-        return self.__dict__["_envs"][index]
+        return self._envs[index]
 
     def __setitem__(self, index: int, env: EnvBase) -> None:
         """Replaces sub-env ``index`` by ``env`` (same spec structure required)."""
         self._check_open()
         if not isinstance(env, EnvBase):
             raise TypeError(f"SerialEnv[{index}] = ...: expected an EnvBase, got {type(env).__name__}.")
-        d = self.__dict__
-        diff = first_difference(d["_worker_metas"][index].specs, describe(env))
+        diff = first_difference(self._worker_metas[index].specs, describe(env))
         if diff is not None:
             raise ValueError(f"SerialEnv[{index}] = env: the env has different specs from sub-env {index}: {diff}.")
-        d["_envs"][index] = env
-        d["_step_fns"][index] = env._step_output
+        self._envs[index] = env
+        self._step_fns[index] = env._step_output
