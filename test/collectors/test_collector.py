@@ -456,7 +456,11 @@ def test_attribute_helpers():
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        ({"backend": "ray"}, "backend='ray' .* is not supported"),
+        ({"backend": "ray"}, r"backend='ray' is not available: .*pip install ray.*registered backends are \['direct', 'process'\]"),
+        ({"backend": "submitit"}, r"backend='submitit' is not available: .*pip install submitit"),
+        ({"backend": "distributed"}, r"backend='distributed' is not available: torch.distributed is part of torch, but"),
+        ({"backend": "rpc"}, r"backend='rpc' is not available: .*no RPC collector transport yet"),
+        ({"backend": "nope"}, r"unknown backend 'nope'; the registered backends are \['direct', 'process'\]"),
         ({"weight_sync_schemes": {"policy": object()}}, "weight_sync_schemes=.*not supported"),
         ({"trajs_per_write": 4}, "trajs_per_write=4: trajs_per_write is not supported"),
         ({"cudagraph_policy": True}, "cudagraph_policy=True: CUDA-graph policies are not supported"),
@@ -608,3 +612,24 @@ def test_function_policy_arguments_as_torchrl():
                         frames_per_batch=3, total_frames=3, trust_policy=True)
     assert next(iter(trusted))["action"].squeeze(-1).tolist() == [1, 1, 1]
     trusted.shutdown()
+
+
+def test_a_registered_backend_is_built_by_collector():
+    from torchrl.collectors import register_backend
+    from torchrl.collectors._single import _BACKENDS
+
+    seen = []
+
+    def build(sync, args, kwargs):
+        seen.append((sync, len(args[0]), kwargs.get("frames_per_batch"), kwargs.get("extra")))
+        return "built"
+
+    register_backend("test-only", build)
+    try:
+        out = Collector(PendulumEnv, None, frames_per_batch=2, backend="test-only", num_collectors=3,
+                        backend_options={"extra": 1})
+        assert out == "built" and seen == [(True, 3, 2, 1)]
+    finally:
+        del _BACKENDS["test-only"]
+    with pytest.raises(ValueError, match="unknown backend 'test-only'"):
+        Collector(PendulumEnv, None, frames_per_batch=2, backend="test-only")

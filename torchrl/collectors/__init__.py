@@ -1,7 +1,8 @@
 """``torchrl.collectors``: the interaction loop between policies and environments.
 
 - :class:`Collector` (``_single.py``, loop in ``_loop.py``, policy calls in ``_policy.py``): collection in
-  this process; also the front door for process collectors (``num_collectors=`` / ``backend="process"``).
+  this process; also the front door that builds any registered backend (``backend=``, ``num_collectors=``):
+  ``"direct"`` and ``"process"`` are registered here, others plug in with :func:`register_backend`.
 - :class:`MultiSyncCollector`, :class:`MultiAsyncCollector`, :class:`AsyncCollector` (``_multi.py``; worker
   processes in ``_multi_worker.py`` and ``_pool.py``; shared batch buffers in ``_shm.py``).
 - :class:`BaseCollector` (``_base.py``), :class:`ProfileConfig` (``_profile.py``), weight updaters
@@ -17,7 +18,7 @@ from torchrl.collectors._base import BaseCollector
 from torchrl.collectors._evaluator import Evaluator
 from torchrl.collectors._multi import AsyncCollector, MultiAsyncCollector, MultiCollector, MultiSyncCollector
 from torchrl.collectors._profile import ProfileConfig
-from torchrl.collectors._single import Collector
+from torchrl.collectors._single import Collector, register_backend
 from torchrl.collectors.utils import split_trajectories
 from torchrl.collectors.weight_update import MultiProcessedWeightUpdater, VanillaWeightUpdater, WeightUpdaterBase
 from torchrl.envs.utils import RandomPolicy
@@ -44,5 +45,6 @@ __all__ = [
     "VanillaWeightUpdater",
     "WeightUpdaterBase",
     "aSyncDataCollector",
+    "register_backend",
     "split_trajectories",
 ]

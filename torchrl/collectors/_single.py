@@ -27,15 +27,53 @@ from torchrl.modules.tensordict_module.policy_env import apply_policy_env_transf
 
 __all__ = ["Collector", "register_backend", "check_unsupported", "resolve_device"]
 
-# Builders of the non-direct backends: ``name -> fn(sync, args, kwargs) -> collector``. The process
-# collectors register themselves here (they are defined after this module in the import order).
+# The collector backends: ``name -> builder(sync, args, kwargs)``, where ``args`` is ``[env factories, *rest]`` (one
+# factory per collector) and ``kwargs`` the remaining options (``backend_options`` merged in). A builder returns
+# the collector, or ``None`` for "this ``Collector`` itself" (the direct backend). ``"direct"`` registers below,
+# ``"process"`` in ``_multi.py``; a Ray or torch.distributed transport registers the same way.
 _BACKENDS: dict[str, Callable[..., Any]] = {}
-_NOT_HERE = ("ray", "rpc", "distributed", "submitit")
+# Backends TorchRL has that nobody registered here: where one would come from.
+_PROVIDERS = {
+    "ray": "Ray collection needs the Ray package (pip install ray) and a 'ray' backend registered with "
+           "torchrl.collectors.register_backend; this package does not ship one yet",
+    "distributed": "torch.distributed is part of torch, but this package has no torch.distributed collector "
+                   "transport yet",
+    "rpc": "torch.distributed.rpc is part of torch, but this package has no RPC collector transport yet",
+    "submitit": "submitit collection needs the submitit package (pip install submitit) and a 'submitit' backend "
+                "registered with torchrl.collectors.register_backend; this package does not ship one yet",
+}
 _RENAMED = {"exploration_mode": "exploration_type"}
 
 
 def register_backend(name: str, builder: Callable[..., Any]) -> None:
+    """Makes ``Collector(..., backend=name)`` build its collector with ``builder(sync, args, kwargs)``.
+
+    ``args`` is ``[env factories (one per collector), policy?, ...]``, ``kwargs`` the other options with
+    ``backend_options`` merged in; ``builder`` returns the collector (``None``: a ``Collector`` in this process).
+    """
     _BACKENDS[name] = builder
+
+
+def _unavailable(backend: Any) -> ValueError:
+    registered = sorted(_BACKENDS)
+    hint = _PROVIDERS.get(backend)
+    if hint is None:
+        return ValueError(f"Collector: unknown backend {backend!r}; the registered backends are {registered}.")
+    return ValueError(
+        f"Collector: backend={backend!r} is not available: {hint}. The registered backends are {registered}."
+    )
+
+
+def _build_direct(sync: bool, args: list, kwargs: dict) -> None:
+    """The ``"direct"`` backend: one collector in this process (``Collector.__init__`` builds it)."""
+    if len(args[0]) > 1:
+        raise ValueError(
+            f"Collector: backend='direct' runs one collector; got num_collectors={len(args[0])}. Use backend='process'."
+        )
+    return None
+
+
+register_backend("direct", _build_direct)
 
 
 def resolve_device(value) -> torch.device | None:
@@ -58,24 +96,16 @@ def check_unsupported(owner: str, **options: Any) -> None:
 
 
 def _dispatch(args: tuple, kwargs: dict):
-    """The process collector that ``Collector(...)`` stands for, or ``None`` for direct collection."""
+    """The collector that ``Collector(...)`` stands for, built by its backend (``None``: this one)."""
     backend = kwargs.get("backend")
     num = kwargs.get("num_collectors")
     env_fn = args[0] if args else kwargs.get("create_env_fn")
     is_list = isinstance(env_fn, Sequence) and not isinstance(env_fn, (EnvBase, str))
     if backend is None:
         backend = "process" if (num is not None or (is_list and len(env_fn) > 1)) else "direct"
-    if backend in _NOT_HERE:
-        raise ValueError(
-            f"Collector: backend={backend!r} (Ray / RPC / torch.distributed / submitit collection) is not supported by "
-            f"this implementation; use backend='direct' (this process) or 'process' (local worker processes)."
-        )
-    if backend == "direct":
-        if num is not None and num > 1:
-            raise ValueError(f"Collector: backend='direct' runs one collector; got num_collectors={num}. Use backend='process'.")
-        return None
-    if backend != "process":
-        raise ValueError(f"Collector: unknown backend {backend!r}; expected one of 'direct', 'process'.")
+    builder = _BACKENDS.get(backend) if isinstance(backend, str) else None
+    if builder is None:
+        raise _unavailable(backend)
     sync = kwargs.get("sync")
     kwargs = dict(kwargs)
     for name in ("backend", "num_collectors", "sync", "create_env_fn"):
@@ -86,7 +116,7 @@ def _dispatch(args: tuple, kwargs: dict):
         env_fn = [env_fn] * (num or 1)
     elif num is not None and num != len(env_fn):
         raise ValueError(f"Collector: num_collectors={num} but create_env_fn lists {len(env_fn)} env factories.")
-    return _BACKENDS["process"](True if sync is None else bool(sync), [env_fn, *rest], kwargs)
+    return builder(True if sync is None else bool(sync), [env_fn, *rest], kwargs)
 
 
 class Collector(BaseCollector):
@@ -100,6 +130,8 @@ class Collector(BaseCollector):
     ``Collector(...)`` also builds process collectors: with ``num_collectors=N`` (or a list of env
     factories, or ``backend="process"``) it returns a :class:`~torchrl.collectors.MultiSyncCollector`
     (``sync=True``, the default) or :class:`~torchrl.collectors.MultiAsyncCollector` (``sync=False``).
+    Every ``backend`` is built through the registry (:func:`register_backend`): ``"direct"`` (this process)
+    and ``"process"`` (local worker processes) are registered by this package.
 
     Args:
         create_env_fn: an env, or a callable returning one (an ``EnvCreator``, a class, a lambda).
@@ -108,7 +140,8 @@ class Collector(BaseCollector):
 
     Keyword Args:
         policy_factory: builds the policy (instead of ``policy``).
-        backend / num_collectors / sync / backend_options: see above (``"direct"`` or ``"process"``).
+        backend / num_collectors / sync / backend_options: see above (a registered backend: ``"direct"``,
+            ``"process"``, or one added with :func:`register_backend`).
         frames_per_batch: frames per batch (rounded up to a multiple of the env's batch numel).
         total_frames: frames to collect before iteration stops (``-1``: endless; rounded up to a
             multiple of ``frames_per_batch``).
@@ -140,8 +173,9 @@ class Collector(BaseCollector):
         pre_collect_hook / post_collect_hook: see :class:`~torchrl.collectors.BaseCollector`.
 
     Raises:
-        ValueError: an unsupported option (Ray/RPC backends, weight-sync schemes, trajectory batches,
-            CUDA graphs) or an invalid frame count.
+        ValueError: an unknown or unavailable backend (the message lists the registered ones and says what
+            provides a missing one: Ray, submitit, a future torch.distributed transport), an unsupported
+            option (weight-sync schemes, trajectory batches, CUDA graphs) or an invalid frame count.
         TypeError: both ``policy`` and ``policy_factory``, or an env factory that returns no env.
 
     Examples:

@@ -1,24 +1,24 @@
 """``EnvBase.rollout``: step an env with a policy and stack the steps along a new (last) batch dim.
 
-The loop keeps per-step work minimal: one policy call, one ``step`` (which writes ``"next"`` in place),
-one done check and one ``step_mdp``; the per-step TensorDicts are stacked once at the end.
+The rollout is the one step loop (:func:`torchrl.envs._step_loop.run_steps`) plus its break policy
+(``break_when_any_done``/``break_when_all_done``) and callback; the per-step TensorDicts are stacked once at
+the end (:func:`torchrl._fast.stack_tds`). A single gym env with a plain policy takes the env's column-wise
+loop instead (:class:`~torchrl.envs._step_loop.ColumnStepper`).
 """
 from __future__ import annotations
 
-import gc
 from typing import Any, Callable, Iterable
 
 import torch
 from tensordict import TensorDictBase
 
 from torchrl._utils._errors import ValueRuntimeError
-from torchrl._fast import direct_module_call
-from torchrl._fast import any_true, fast_get, fast_set, stack_tds
+from torchrl._fast import direct_module_call, fast_set, stack_tds
 from torchrl._utils import name_time_dim
 from torchrl.envs._policy_args import wrap_function_for_rollout
+from torchrl.envs._step_loop import check_truncatable, run_steps
 
 __all__ = ["rollout"]
-
 
 
 class _BreaksError(ValueError, TypeError):
@@ -90,10 +90,6 @@ def _bulk_random_actions(env, td: TensorDictBase, max_steps: int):
     return act
 
 
-def _done_keys_for_break(env) -> list:
-    return [g.done for g in env.done_structure.groups if g.done is not None]
-
-
 def rollout(
     env,
     max_steps: int,
@@ -118,6 +114,8 @@ def rollout(
     if policy is not None and actions is not None:
         raise ValueError("rollout: pass either a policy or actions, not both.")
     any_done, all_done = _resolve_breaks(break_when_any_done, break_when_all_done)
+    if set_truncated:
+        check_truncatable(env, "rollout")
     if policy is not None and not trust_policy:
         policy = wrap_function_for_rollout(policy, env)  # (a function of observations, as TorchRL)
 
@@ -167,28 +165,13 @@ def rollout(
             def act(data: TensorDictBase) -> TensorDictBase:
                 return _merge(data, policy(data))
 
-    done_keys = _done_keys_for_break(env)
-    steps: list[TensorDictBase] = []
-    # The steps stay alive until the final stack; with the cyclic GC on, every full collection would rescan
-    # all of them (quadratic in the rollout length). Nothing in the loop needs cycle collection. It stays off
-    # through the stack, and the steps are dropped before it comes back on: re-enabled earlier, it would
-    # scan every object the loop allocated at the stack's first allocation.
-    gc_was_enabled = gc.isenabled()
-    if gc_was_enabled and max_steps > 64:
-        gc.disable()
-    try:
-        _loop(env, td, act, steps, max_steps, any_done, all_done, done_keys, callback)
-        if set_truncated:
-            _set_truncated(env, steps[-1])
-        batch_dim = steps[0].batch_dims
-        if out is not None:  # (return_contiguous=False stacks densely too where it can, as TorchRL does)
-            result = torch.stack(steps, batch_dim, out=out)
-        else:
-            result = stack_tds(steps, batch_dim)
-        del steps[:], td
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    stop = "any" if any_done else "all" if all_done else None
+    steps, _ = run_steps(
+        env, td, act, max_steps, stop=stop, reset_when_done=stop != "any", truncate_last=set_truncated, callback=callback
+    )
+    batch_dim = steps[0].batch_dims
+    # (return_contiguous=False stacks densely too where it can, as TorchRL does)
+    result = stack_tds(steps, batch_dim, out=out)
     if storing_device is not None:
         result = result.to(storing_device)
     return name_time_dim(result)
@@ -200,50 +183,3 @@ def _merge(data: TensorDictBase, result: TensorDictBase | None) -> TensorDictBas
     if result is None or result is data:
         return data
     return data.update(result)
-
-
-def _set_truncated(env, last: TensorDictBase) -> None:
-    nxt = last.get("next")
-    for group in env.done_structure.groups:
-        if group.truncated is None:
-            raise RuntimeError(
-                f"rollout(set_truncated=True): the env has no 'truncated' entry next to {group.done!r}; "
-                f"call env.add_truncated_keys() first."
-            )
-        done = nxt.get(group.done)
-        truncated = nxt.get(group.truncated) | ~done
-        nxt.set(group.truncated, truncated)
-        nxt.set(group.done, done | truncated)
-
-def _loop(env, td, act, steps, max_steps, any_done, all_done, done_keys, callback) -> None:
-    finished = None
-    for i in range(max_steps):
-        td = act(td)
-        if any_done:
-            td = env.step(td)
-            steps.append(td)
-            nxt = fast_get(td, "next")
-            stop = False
-            for key in done_keys:
-                done = fast_get(nxt, key)
-                if done is not None and any_true(done):
-                    stop = True
-                    break
-            if stop:
-                break
-            if i + 1 < max_steps:
-                td = env.step_mdp(td)
-                if callback is not None:  # as TorchRL: on the next step's root, not after the last step
-                    callback(env, td)
-        else:
-            td, next_td = env.step_and_maybe_reset(td)
-            steps.append(td)
-            if callback is not None and i + 1 < max_steps:  # as TorchRL: the step's data, not the last step's
-                callback(env, td)
-            if all_done:
-                done = td.get("next").get(done_keys[0]) if done_keys else None
-                if done is not None:
-                    finished = done.clone() if finished is None else finished | done
-                    if bool(finished.all()):
-                        break
-            td = next_td
