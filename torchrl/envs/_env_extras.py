@@ -38,22 +38,25 @@ def _as_list(keys) -> list:
 class EnvExtrasMixin:
     """Mixed into ``EnvBase`` only."""
 
+    _eager_step: Callable | None = None  # the uncompiled _step while compile() is in effect
+    _parallel_options: dict | None = None  # configure_parallel's options
+
     def compile(self, *, warmup: int | None = None, **kwargs):
         """Compiles the env's ``_step`` with ``torch.compile`` (after ``warmup`` eager steps); returns the env.
 
         :meth:`eager` undoes it.
         """
-        d = self.__dict__
-        if "_eager_step" not in d:
-            d["_eager_step"] = self._step
-        d["_step"] = compile_with_warmup(d["_eager_step"], warmup=1 if warmup is None else warmup, **kwargs)
+        if self._eager_step is None:
+            self._eager_step = self._step
+        # an instance attribute: it hides the class's _step until eager()
+        self._step = compile_with_warmup(self._eager_step, warmup=1 if warmup is None else warmup, **kwargs)
         return self
 
     def eager(self):
         """Undoes :meth:`compile`; returns the env."""
-        d = self.__dict__
-        d.pop("_step", None)
-        d.pop("_eager_step", None)
+        if self._eager_step is not None:
+            del self._step  # the class's own _step shows again
+            del self._eager_step
         return self
 
     def configure_parallel(
@@ -70,7 +73,7 @@ class EnvExtrasMixin:
     ):
         """Records options for a later parallel execution of this env (used by batched envs); returns the env."""
         options = {k: v for k, v in locals().items() if k != "self" and v is not None}
-        self.__dict__.setdefault("_parallel_options", {}).update(options)
+        self._parallel_options = {**(self._parallel_options or {}), **options}
         return self
 
     @classmethod

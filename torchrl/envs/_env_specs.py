@@ -40,42 +40,43 @@ def _leaf_keys(spec: Composite) -> list[NestedKey]:
 class EnvSpecsMixin:
     """Spec storage, setters with validation, and cached derived views. Mixed into ``EnvBase`` only."""
 
+    _specs_locked: bool = False  # set by _init_specs and set_spec_lock_
+
     # -- storage ---------------------------------------------------------------------------------
     def _init_specs(self) -> None:
         shape, device = self.batch_size, self.device
-        d = self.__dict__
-        d["_output_spec"] = Composite(
+        self._output_spec = Composite(
             full_observation_spec=Composite(shape=shape, device=device),
             full_reward_spec=Composite(shape=shape, device=device),
             full_done_spec=Composite(shape=shape, device=device),
             shape=shape,
             device=device,
         )
-        d["_input_spec"] = Composite(
+        self._input_spec = Composite(
             full_action_spec=Composite(shape=shape, device=device),
             full_state_spec=Composite(shape=shape, device=device),
             shape=shape,
             device=device,
         )
-        d["_spec_cache"] = {}
-        d["_specs_locked"] = False
+        self._spec_cache = {}
+        self._specs_locked = False
 
     def _cached(self, name: str, compute) -> Any:
-        if not self.__dict__.get("_specs_locked", False):
+        if not self._specs_locked:
             return compute()
-        cache = self.__dict__["_spec_cache"]
+        cache = self._spec_cache
         value = cache.get(name, _MISSING)
         if value is _MISSING:
             value = cache[name] = compute()
         return value
 
     def _invalidate_spec_cache(self) -> None:
-        self.__dict__["_spec_cache"] = {}
+        self._spec_cache = {}
 
     @contextmanager
     def _editing_specs(self) -> Iterator[None]:
         """Unlocks the specs for a setter and locks them again afterwards (cached views are dropped)."""
-        locked = self.__dict__.get("_specs_locked", False)
+        locked = self._specs_locked
         if locked:
             self.set_spec_lock_(False)
         try:
@@ -88,39 +89,39 @@ class EnvSpecsMixin:
     # -- locking ---------------------------------------------------------------------------------
     @property
     def is_spec_locked(self) -> bool:
-        return self.__dict__.get("_specs_locked", False)
+        return self._specs_locked
 
     def set_spec_lock_(self, mode: bool = True):
         """Locks (or unlocks) the input and output specs; returns the env."""
-        for spec in (self.__dict__["_input_spec"], self.__dict__["_output_spec"]):
+        for spec in (self._input_spec, self._output_spec):
             if mode:
                 spec.lock_(recurse=True)
             else:
                 spec.unlock_(recurse=True)
-        self.__dict__["_specs_locked"] = bool(mode)
+        self._specs_locked = bool(mode)
         self._invalidate_spec_cache()
         return self
 
     # -- the two roots ---------------------------------------------------------------------------
     @property
     def output_spec(self) -> Composite:
-        return self.__dict__["_output_spec"]
+        return self._output_spec
 
     @output_spec.setter
     def output_spec(self, value: Composite) -> None:
         value = self._conform(value, "output_spec")
         with self._editing_specs():
-            self.__dict__["_output_spec"] = value
+            self._output_spec = value
 
     @property
     def input_spec(self) -> Composite:
-        return self.__dict__["_input_spec"]
+        return self._input_spec
 
     @input_spec.setter
     def input_spec(self, value: Composite) -> None:
         value = self._conform(value, "input_spec")
         with self._editing_specs():
-            self.__dict__["_input_spec"] = value
+            self._input_spec = value
 
     @property
     def specs(self) -> Composite:
@@ -152,7 +153,7 @@ class EnvSpecsMixin:
             # shape; its entries keep their own, longer shapes.
             value = Composite(dict(value.items()), shape=self.batch_size, device=self.device)
         with self._editing_specs():
-            self.__dict__[root][part] = value
+            getattr(self, root)[part] = value
 
     # -- full specs --------------------------------------------------------------------------------
     @property
@@ -358,7 +359,7 @@ class EnvSpecsMixin:
     def _complete_done_spec(self) -> None:
         """Pairs ``done`` and ``terminated`` (TorchRL's invariant): a group with one of them gets the other; an
         empty done spec gets both. Groups with neither (only ``truncated``, or custom names) are kept as given."""
-        full = self.__dict__["_output_spec"]["full_done_spec"]
+        full = self._output_spec["full_done_spec"]
         if not _leaf_keys(full):
             shape = (*self.batch_size, 1)
             full["done"] = self._default_bool_spec(shape)
@@ -373,7 +374,7 @@ class EnvSpecsMixin:
         self._invalidate_spec_cache()
 
     def _complete_specs(self) -> None:
-        out = self.__dict__["_output_spec"]
+        out = self._output_spec
         if not _leaf_keys(out["full_reward_spec"]):
             out["full_reward_spec"]["reward"] = Unbounded(shape=(*self.batch_size, 1), device=self.device)
         self._complete_done_spec()
@@ -383,7 +384,7 @@ class EnvSpecsMixin:
         locked = self.is_spec_locked
         if locked:
             self.set_spec_lock_(False)
-        full = self.__dict__["_output_spec"]["full_done_spec"]
+        full = self._output_spec["full_done_spec"]
         for group in DoneStructure(full).groups:
             if group.truncated is None:
                 prefix = group.prefix

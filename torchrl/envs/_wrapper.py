@@ -26,6 +26,7 @@ class _EnvWrapper(EnvBase):
     git_url: str = ""
     libname: str = ""
     available_envs: Any = ()
+    _env: Any = None  # the wrapped library env (set in __init__)
 
     def __init__(self, *args, device=None, batch_size=None, allow_done_after_reset: bool = False, **kwargs) -> None:
         super().__init__(device=device, batch_size=batch_size, allow_done_after_reset=allow_done_after_reset)
@@ -61,7 +62,7 @@ class _EnvWrapper(EnvBase):
             if raise_if_closed:
                 raise RuntimeError(f"{type(self).__name__} is already closed.")
             return
-        env = self.__dict__.get("_env")
+        env = self._env
         if env is not None and hasattr(env, "close"):
             env.close()
         super().close(raise_if_closed=raise_if_closed)
@@ -70,7 +71,7 @@ class _EnvWrapper(EnvBase):
         try:
             return super().__getattr__(name)
         except AttributeError:
-            env = self.__dict__.get("_env")
+            env = self._env  # (the class default None until __init__ sets it: no recursion)
             if env is None or name.startswith("__"):
                 raise
             return getattr(env, name)

@@ -32,6 +32,7 @@ from torchrl.envs._env_specs import EnvSpecsMixin
 from torchrl.envs._rollout import rollout as _rollout
 from torchrl.envs._seeding import next_seed
 from torchrl.envs._spec_checks import check_entries
+from torchrl.envs._step_loop import StepPlan
 
 __all__ = ["EnvBase", "EnvMetaclass", "register_env_hook"]
 
@@ -115,7 +116,12 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         True
     """
 
-    _batch_locked: bool = True
+    _batch_locked: bool = True  # a class default; ``env.batch_locked = ...`` sets an instance value
+    # instance attributes that __init__ sets, with class defaults so that reads before (or without) it hit
+    _closed: bool = False
+    _collector = None
+    _run_type_checks: bool = False
+    _allow_done_after_reset: bool = False
     # A subclass whose _reset outputs already hold the current values of the sub-envs it does not reset sets
     # this: partial resets then skip re-selecting those rows (see _partial_reset.py).
     _partial_reset_outputs_hold_all_rows: bool = False
@@ -133,13 +139,12 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
             batch_size = torch.Size([])
         elif isinstance(batch_size, int):
             batch_size = torch.Size([batch_size])
-        d = self.__dict__
-        d["_batch_size"] = torch.Size(batch_size)
-        d["_device"] = torch.device(device) if device is not None else None
-        d["_run_type_checks"] = bool(run_type_checks)
-        d["_allow_done_after_reset"] = bool(allow_done_after_reset)
-        d["_closed"] = False
-        d["_collector"] = None
+        self._batch_size = torch.Size(batch_size)
+        self._device = torch.device(device) if device is not None else None
+        self._run_type_checks = bool(run_type_checks)
+        self._allow_done_after_reset = bool(allow_done_after_reset)
+        self._closed = False
+        self._collector = None
         self._init_specs()
 
     def _post_init(self, *, spec_locked: bool) -> None:
@@ -150,45 +155,44 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
     # -- basic attributes ----------------------------------------------------------------------------
     @property
     def batch_size(self) -> torch.Size:
-        return self.__dict__["_batch_size"]
+        return self._batch_size
 
     @batch_size.setter
     def batch_size(self, value) -> None:
         value = torch.Size([value] if isinstance(value, int) else value)
-        d = self.__dict__
         # the new parts first (ValueError, as TorchRL, when an entry does not start with the new batch size)
         parts = {
             (root, part): Composite(dict(sub.items()), shape=value, device=self.device)
             for root in ("_output_spec", "_input_spec")
-            for part, sub in d[root].items()
+            for part, sub in getattr(self, root).items()
             if len(list(sub.keys()))
         }
         with self._editing_specs():
-            d["_batch_size"] = value
+            self._batch_size = value
             self._init_specs()
             for (root, part), sub in parts.items():
-                d[root][part] = sub
+                getattr(self, root)[part] = sub
 
     @property
     def device(self) -> torch.device | None:
-        return self.__dict__["_device"]
+        return self._device
 
     @property
     def batch_locked(self) -> bool:
         """Whether the env only accepts TensorDicts whose batch size is exactly ``env.batch_size``."""
-        return self.__dict__.get("_batch_locked_value", type(self)._batch_locked)
+        return self._batch_locked
 
     @batch_locked.setter
     def batch_locked(self, value: bool) -> None:
-        self.__dict__["_batch_locked_value"] = bool(value)
+        self._batch_locked = bool(value)
 
     @property
     def run_type_checks(self) -> bool:
-        return self.__dict__["_run_type_checks"]
+        return self._run_type_checks
 
     @run_type_checks.setter
     def run_type_checks(self, value: bool) -> None:
-        self.__dict__["_run_type_checks"] = bool(value)
+        self._run_type_checks = bool(value)
 
     @property
     def shape(self) -> torch.Size:
@@ -210,7 +214,7 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
 
     @property
     def is_closed(self) -> bool:
-        return self.__dict__.get("_closed", False)
+        return self._closed
 
     # -- subclass contract ------------------------------------------------------------------------------
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -230,7 +234,7 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
 
     # -- checks shared by step and reset ----------------------------------------------------------------
     def _check_open(self) -> None:
-        if self.__dict__.get("_closed", False):
+        if self._closed:
             raise RuntimeError(f"{type(self).__name__} is closed; create a new env (or call env.start() for batched envs).")
 
     def _check_batch(self, tensordict: TensorDictBase, where: str) -> None:
@@ -310,15 +314,14 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
                 (:func:`torchrl.set_check_mode`), the wrong dtype, a NaN/inf or a value outside its spec.
             RuntimeError: the batch size does not match a batch-locked env, or the env is closed.
         """
-        d = self.__dict__
-        if d["_closed"]:
+        if self._closed:
             self._check_open()
         batch = tensordict.batch_size
-        if batch == d["_batch_size"]:
-            actions = self._hot()[0]
+        if batch == self._batch_size:
+            actions = self._hot().action_shapes
         else:  # e.g. an unbatched env stepping a batch of states (TorchRL's gen_params pattern)
             self._check_batch(tensordict, "step")
-            actions = self._hot_for(batch)[0]
+            actions = self._hot_for(batch).action_shapes
         if actions is None or type(tensordict) is not TensorDict:  # heterogeneous actions / lazy stacks
             self._check_actions(tensordict)
         else:  # the usual case: compare against the spec shapes directly
@@ -326,7 +329,7 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
                 action = fast_get(tensordict, key)
                 if action is None or action.shape != full_shape:
                     self._check_actions(tensordict)  # raises with a full message
-        if d["_run_type_checks"] or _check_mode_state["on"]:  # torchrl.set_check_mode / TORCHRL_CHECK_MODE
+        if self._run_type_checks or _check_mode_state["on"]:  # torchrl.set_check_mode / TORCHRL_CHECK_MODE
             self._type_check(tensordict, self.full_action_spec, "step", actions=True)
         next_td = self._step_output(tensordict)
         existing = fast_get(tensordict, "next")
@@ -344,10 +347,9 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         next_td = self._step(tensordict)
         if type(next_td) is not TensorDict and not isinstance(next_td, TensorDictBase):
             raise TypeError(f"{type(self).__name__}._step must return a TensorDict, got {type(next_td).__name__}.")
-        hot = self._hot()
         self._fix_shapes(next_td)
-        hot[2].complete(next_td)
-        if self.__dict__["_run_type_checks"]:
+        self._hot().done_structure.complete(next_td)
+        if self._run_type_checks:
             self._type_check_outputs(next_td)
         return next_td
 
@@ -356,37 +358,38 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         self._type_check(next_td, self.full_reward_spec, "step")
         self._type_check(next_td, self.full_done_spec, "step")
 
-    def _hot(self) -> tuple:
-        """What every step needs, computed once while the specs are locked: ``(action checks with full
-        shapes or None, reward/done full shapes, done structure)``."""
-        hot = self.__dict__["_spec_cache"].get("_hot")
-        if hot is None:
-            hot = self._hot_plan(self.batch_size)
-            if self.__dict__.get("_specs_locked", False):
-                self.__dict__["_spec_cache"]["_hot"] = hot
-        return hot
+    def _hot(self) -> StepPlan:
+        """What every step needs (:class:`~torchrl.envs._step_loop.StepPlan`) for the env's batch size,
+        computed once while the specs are locked."""
+        plan = self._spec_cache.get("_hot")
+        if plan is None:
+            plan = self._hot_plan(self.batch_size)
+            if self._specs_locked:
+                self._spec_cache["_hot"] = plan
+        return plan
 
-    def _hot_plan(self, batch: torch.Size) -> tuple:
-        """:meth:`_hot`'s tuple for tensordicts of batch size ``batch`` (batch + each entry's event shape)."""
+    def _hot_plan(self, batch: torch.Size) -> StepPlan:
+        """The :class:`~torchrl.envs._step_loop.StepPlan` for tensordicts of batch size ``batch`` (batch + each
+        entry's event shape)."""
         checks = self._action_checks()
         # None: some action is heterogeneous (lazily stacked), checked by _check_actions
         actions = None if any(shape is None for _, shape in checks) else [(k, batch + shape) for k, shape in checks]
         shapes = [(k, batch + shape) for k, shape in self._reward_done_shapes()]
-        return actions, shapes, self.done_structure
+        return StepPlan(action_shapes=actions, reward_done_shapes=shapes, done_structure=self.done_structure)
 
-    def _hot_for(self, batch: torch.Size) -> tuple:
+    def _hot_for(self, batch: torch.Size) -> StepPlan:
         """:meth:`_hot` for tensordicts whose batch size differs from the env's (extra leading dims on an
         unlocked env), cached per batch size (a few of them) while the specs are locked."""
-        cache = self.__dict__["_spec_cache"].get("_hot_for")
-        hot = None if cache is None else cache.get(batch)
-        if hot is None:
-            hot = self._hot_plan(batch)
-            if self.__dict__.get("_specs_locked", False):
-                cache = self.__dict__["_spec_cache"].setdefault("_hot_for", {})
+        cache = self._spec_cache.get("_hot_for")
+        plan = None if cache is None else cache.get(batch)
+        if plan is None:
+            plan = self._hot_plan(batch)
+            if self._specs_locked:
+                cache = self._spec_cache.setdefault("_hot_for", {})
                 if len(cache) >= 16:  # a bounded memo: many distinct batch sizes just recompute
                     cache.clear()
-                cache[batch] = hot
-        return hot
+                cache[batch] = plan
+        return plan
 
     def _reward_done_shapes(self) -> list[tuple[NestedKey, torch.Size]]:
         def compute():
@@ -400,8 +403,8 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
     def _fix_shapes(self, next_td: TensorDictBase) -> None:
         """Reshapes rewards/dones returned without their trailing singleton dim (e.g. ``[B]`` for ``[B, 1]``)."""
         batch = next_td.batch_size
-        plan = self._hot()[1] if batch == self.__dict__["_batch_size"] else self._hot_for(batch)[1]
-        for key, expected in plan:
+        plan = self._hot() if batch == self._batch_size else self._hot_for(batch)
+        for key, expected in plan.reward_done_shapes:
             value = fast_get(next_td, key)
             if value is None:
                 continue
@@ -435,7 +438,7 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         if not isinstance(out, TensorDictBase):
             raise TypeError(f"{type(self).__name__}._reset must return a TensorDict, got {type(out).__name__}.")
         self._fill_reset_done(out)
-        if not self.__dict__["_allow_done_after_reset"]:
+        if not self._allow_done_after_reset:
             self._check_not_done_after_reset(out, tensordict)
         if tensordict is None:
             return out
@@ -732,13 +735,12 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
     def to(self, device: torch.device | str | int) -> "EnvBase":
         """Moves the env (specs and modules) to ``device``."""
         device = torch.device(device)
-        d = self.__dict__
         locked = self.is_spec_locked
         if locked:
             self.set_spec_lock_(False)
-        d["_output_spec"] = d["_output_spec"].to(device)
-        d["_input_spec"] = d["_input_spec"].to(device)
-        d["_device"] = device
+        self._output_spec = self._output_spec.to(device)
+        self._input_spec = self._input_spec.to(device)
+        self._device = device
         super().to(device)
         self._invalidate_spec_cache()
         if locked:
@@ -747,22 +749,22 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
 
     def close(self, *, raise_if_closed: bool = True) -> None:
         """Releases the env's resources; further steps raise."""
-        if self.__dict__.get("_closed", False):
+        if self._closed:
             if raise_if_closed:
                 raise RuntimeError(f"{type(self).__name__} is already closed.")
             return
-        self.__dict__["_closed"] = True
+        self._closed = True
 
     def empty_cache(self) -> None:
         """Forgets cached spec-derived facts (they are recomputed on next use)."""
         self._invalidate_spec_cache()
 
     def register_collector(self, collector) -> None:
-        self.__dict__["_collector"] = collector
+        self._collector = collector
 
     @property
     def collector(self):
-        return self.__dict__.get("_collector")
+        return self._collector
 
     def append_transform(self, transform) -> "EnvBase":
         """Returns ``TransformedEnv(self, transform)``."""

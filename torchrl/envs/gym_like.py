@@ -306,35 +306,35 @@ class GymLikeEnv(_EnvWrapper):
         (True, ['observation'])
     """
 
+    _frame_skip: int = 1  # set from the frame_skip option by the subclass's _check_kwargs
+
     def __init__(self, *args, **kwargs) -> None:
-        d = self.__dict__
-        d["_info_dict_reader"] = []
-        d["_fast_encoding"] = False
-        d["_validated"] = False
-        d["_plan"] = None
-        d.setdefault("_frame_skip", 1)
+        self._info_dict_reader: list = []
+        self._fast_encoding = False
+        self._validated = False
+        self._plan: _GymPlan | None = None
         super().__init__(*args, **kwargs)
 
     # -- derived facts ---------------------------------------------------------------------------------
     def set_spec_lock_(self, mode: bool = True):
         out = super().set_spec_lock_(mode)
-        self.__dict__["_plan"] = None
+        self._plan = None
         return out
 
     def _get_plan(self) -> _GymPlan:
-        plan = self.__dict__["_plan"]
+        plan = self._plan
         if plan is None:
-            plan = self.__dict__["_plan"] = _GymPlan(self)
+            plan = self._plan = _GymPlan(self)
         return plan
 
     @property
     def validated(self) -> bool:
         """Whether a reset and a step have been checked against the specs (or checks are off)."""
-        return self.__dict__["_validated"] or self.__dict__["_fast_encoding"]
+        return self._validated or self._fast_encoding
 
     def fast_encoding(self, mode: bool = True) -> T:
         """Skips the one-time check of the first outputs against the specs; returns the env."""
-        self.__dict__["_fast_encoding"] = bool(mode)
+        self._fast_encoding = bool(mode)
         return self
 
     # -- reading hooks -----------------------------------------------------------------------------------
@@ -412,19 +412,18 @@ class GymLikeEnv(_EnvWrapper):
     # -- step / reset ---------------------------------------------------------------------------------
     def _finish(self, out: dict, info: Any, plan: _GymPlan) -> TensorDictBase:
         td = new_td(out, plan.batch, plan.device)
-        for reader in self.__dict__["_info_dict_reader"]:
+        for reader in self._info_dict_reader:
             td = reader(info, td)
         if plan.move_to is not None:
             td = td.to(plan.move_to, non_blocking=True)
         return td
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        d = self.__dict__
-        plan = d["_plan"] or self._get_plan()
+        plan = self._plan or self._get_plan()
         action = self.read_action(self._action_from(tensordict))
-        step = d["_env"].step
+        step = self._env.step
         reward = None
-        for _ in range(d["_frame_skip"]):
+        for _ in range(self._frame_skip):
             obs, r, terminated, truncated, done, info = self._output_transform(step(action))
             reward = r if reward is None else reward + r
             terminated, truncated, done, do_break = self.read_done(terminated, truncated, done)
@@ -435,7 +434,7 @@ class GymLikeEnv(_EnvWrapper):
         for name, encode, which in plan.flags:
             out[name] = encode(terminated if which == 0 else truncated if which == 1 else done)
         td = self._finish(out, info, plan)
-        if not d["_validated"]:
+        if not self._validated:
             self._validate(td, "step")
         return td
 
@@ -446,14 +445,13 @@ class GymLikeEnv(_EnvWrapper):
         for key, shape in plan.reset_flags:
             out[key] = torch.zeros(shape, dtype=torch.bool)
         td = self._finish(out, info, plan)
-        if not self.__dict__["_validated"]:
+        if not self._validated:
             self._validate(td, "reset")
         return td
 
     def _validate(self, td: TensorDictBase, where: str) -> None:
         """Checks the first reset and step outputs against the specs once (skipped with fast_encoding)."""
-        d = self.__dict__
-        if d["_fast_encoding"]:
+        if self._fast_encoding:
             return
         specs = [self.full_observation_spec, self.full_done_spec]
         if where == "step":
@@ -472,17 +470,17 @@ class GymLikeEnv(_EnvWrapper):
                         f"{value.dtype}; its spec says shape {tuple(leaf.shape)} and dtype {leaf.dtype}."
                     )
         if where == "step":
-            d["_validated"] = True
+            self._validated = True
 
     # -- info readers ------------------------------------------------------------------------------------
     @property
     def info_dict_reader(self) -> list[BaseInfoDictReader]:
         """The registered info readers, applied in order after every reset and step."""
-        return self.__dict__["_info_dict_reader"]
+        return self._info_dict_reader
 
     @info_dict_reader.setter
     def info_dict_reader(self, value: list[BaseInfoDictReader]) -> None:
-        self.__dict__["_info_dict_reader"] = list(value)
+        self._info_dict_reader = list(value)
 
     def set_info_dict_reader(self, info_dict_reader: BaseInfoDictReader | None = None, ignore_private: bool = True) -> GymLikeEnv:
         """Registers an info reader and adds its entries to the observation spec; returns the env.
@@ -505,7 +503,7 @@ class GymLikeEnv(_EnvWrapper):
             info_dict_reader.infer(self._probe_infos(), len(self.batch_size))
             info_dict_reader._declare_unseen()
         self._register_info_spec(info_dict_reader)
-        self.__dict__["_info_dict_reader"].append(info_dict_reader)
+        self._info_dict_reader.append(info_dict_reader)
         return self
 
     def auto_register_info_dict(self, ignore_private: bool = True, *, info_dict_reader: BaseInfoDictReader = None) -> EnvBase:
@@ -514,7 +512,7 @@ class GymLikeEnv(_EnvWrapper):
         if isinstance(reader, default_info_dict_reader):
             reader.infer(self._probe_infos(), len(self.batch_size))
         self._register_info_spec(reader)
-        self.__dict__["_info_dict_reader"].append(reader)
+        self._info_dict_reader.append(reader)
         return self
 
     def _probe_infos(self) -> list[dict]:
@@ -546,7 +544,7 @@ class GymLikeEnv(_EnvWrapper):
                     )
                 obs_spec[key] = leaf.expand(*batch, *leaf.shape) if batch else leaf.clone()
             self._invalidate_spec_cache()
-            self.__dict__["_validated"] = False
+            self._validated = False
         finally:
             if locked:
                 self.set_spec_lock_(True)

@@ -167,9 +167,8 @@ class MultiThreadedEnvWrapper(_EnvWrapper):
         frame_skip = 1 if frame_skip is None else frame_skip
         if not isinstance(frame_skip, (int, np.integer)) or isinstance(frame_skip, bool) or frame_skip < 1:
             raise ValueError(f"{type(self).__name__}: frame_skip must be an integer >= 1, got {frame_skip!r}.")
-        d = self.__dict__
-        d["_frame_skip"] = int(frame_skip)
-        d["_categorical_action_encoding"] = bool(kwargs.get("categorical_action_encoding", False))
+        self._frame_skip = int(frame_skip)
+        self._categorical_action_encoding = bool(kwargs.get("categorical_action_encoding", False))
 
     def _build_env(self, env: Any = None, **options) -> Any:
         if env is None:
@@ -185,7 +184,6 @@ class MultiThreadedEnvWrapper(_EnvWrapper):
         return env
 
     def _make_specs(self, env: Any) -> None:
-        d = self.__dict__
         config = env.config
         n = int(config["num_envs"])
         if int(config.get("batch_size", n)) not in (0, n):
@@ -198,7 +196,7 @@ class MultiThreadedEnvWrapper(_EnvWrapper):
         if tuple(self.batch_size) != (n,):
             self.batch_size = torch.Size([n])
         batch, device = (n,), self.device
-        cat = d["_categorical_action_encoding"]
+        cat = self._categorical_action_encoding
         obs_space, act_space = pool_spaces(env)
         obs_spec = gym_space_to_spec(obs_space, categorical_action_encoding=cat, device=device, batch_size=batch)
         act_spec = gym_space_to_spec(
@@ -215,39 +213,38 @@ class MultiThreadedEnvWrapper(_EnvWrapper):
             device=device,
         )
         read = _obs_plan(obs_space, obs_spec)
-        d["_read_obs"] = read if obs_is_dict else (lambda raw: {"observation": read(raw)})
-        d["_write_action"] = action_writer(act_space, act_spec, 1)
-        d["_io"] = PoolIO(env)
-        d["_nested_obs"] = any(isinstance(v, Composite) for v in self.observation_spec.values())
-        d["_num_envs"] = n
-        d["_all_ids"] = np.arange(n, dtype=np.int32)
-        d["_move_to"] = None if device is None or device.type == "cpu" else device
-        d["_checked"] = False
+        self._read_obs = read if obs_is_dict else (lambda raw: {"observation": read(raw)})
+        self._write_action = action_writer(act_space, act_spec, 1)
+        self._io = PoolIO(env)
+        self._nested_obs = any(isinstance(v, Composite) for v in self.observation_spec.values())
+        self._num_envs = n
+        self._all_ids = np.arange(n, dtype=np.int32)
+        self._move_to = None if device is None or device.type == "cpu" else device
+        self._checked = False
         self._forget_state()
 
     def _forget_state(self) -> None:
         """No sub-env has been reset yet (a new pool): ``step`` refuses until ``reset``."""
-        d = self.__dict__
-        n = d["_num_envs"]
-        d["_raw_obs"] = None
-        d["_terminated"] = np.zeros(n, dtype=bool)
-        d["_truncated"] = np.zeros(n, dtype=bool)
-        d["_pending_any"] = True
+        n = self._num_envs
+        self._raw_obs = None
+        self._terminated = np.zeros(n, dtype=bool)
+        self._truncated = np.zeros(n, dtype=bool)
+        self._pending_any = True
 
     # -- step -------------------------------------------------------------------------------------------
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        d = self.__dict__
-        if d["_pending_any"]:
+        if self._pending_any:
             self._raise_pending()
-        action = d["_write_action"](fast_get(tensordict, "action"))
-        obs, reward, terminated, truncated, _ = d["_io"].step(action)
-        if d["_frame_skip"] > 1:
+        action = self._write_action(fast_get(tensordict, "action"))
+        obs, reward, terminated, truncated, _ = self._io.step(action)
+        if self._frame_skip > 1:
             obs, reward, terminated, truncated = self._repeat(action, obs, reward, terminated, truncated)
         done = terminated | truncated
-        d["_raw_obs"], d["_terminated"], d["_truncated"] = obs, terminated, truncated
+        state = self.__dict__  # per-step state, written past nn.Module.__setattr__
+        state["_raw_obs"], state["_terminated"], state["_truncated"] = obs, terminated, truncated
         if done.any():
-            d["_pending_any"] = True
-        out = d["_read_obs"](obs)
+            state["_pending_any"] = True
+        out = self._read_obs(obs)
         out["reward"] = _from_numpy(reward[:, None])
         out["done"] = _from_numpy(done[:, None])
         out["terminated"] = _from_numpy(terminated[:, None])
@@ -255,11 +252,11 @@ class MultiThreadedEnvWrapper(_EnvWrapper):
         return self._finish(out, "step")
 
     def _finish(self, out: dict, where: str) -> TensorDictBase:
-        d = self.__dict__
-        td = _as_td(out, d["_batch_size"], d["_device"]) if d["_nested_obs"] else new_td(out, d["_batch_size"], d["_device"])
-        if d["_move_to"] is not None:
-            td = td.to(d["_move_to"], non_blocking=True)
-        if not d["_checked"]:
+        batch, device = self._batch_size, self._device
+        td = _as_td(out, batch, device) if self._nested_obs else new_td(out, batch, device)
+        if self._move_to is not None:
+            td = td.to(self._move_to, non_blocking=True)
+        if not self._checked:
             self._check_output(td, where)
         return td
 
@@ -273,21 +270,20 @@ class MultiThreadedEnvWrapper(_EnvWrapper):
                     f"{type(self).__name__}.{where}: observation {key!r} from EnvPool is {got}; its spec (from the pool's "
                     f"observation space) has shape {tuple(leaf.shape)}, dtype {leaf.dtype}."
                 )
-        self.__dict__["_checked"] = True
+        self._checked = True
 
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
         # outputs are complete and shaped by construction: skip EnvBase's completion pass
-        if self.__dict__["_run_type_checks"]:
+        if self._run_type_checks:
             return super()._step_output(tensordict)
         return self._step(tensordict)
 
     def _repeat(self, action: Any, obs: Any, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray) -> tuple:
         """``frame_skip - 1`` more steps for the sub-envs whose episode goes on; rewards are summed."""
-        d = self.__dict__
-        io = d["_io"]
+        io = self._io
         reward = np.array(reward, copy=True)
         terminated, truncated = terminated.copy(), truncated.copy()
-        for _ in range(d["_frame_skip"] - 1):
+        for _ in range(self._frame_skip - 1):
             alive = ~(terminated | truncated)
             if alive.all():
                 o, r, te, tr, ids = io.step(action)
@@ -303,13 +299,12 @@ class MultiThreadedEnvWrapper(_EnvWrapper):
         return obs, reward, terminated, truncated
 
     def _raise_pending(self) -> None:
-        d = self.__dict__
-        if d["_raw_obs"] is None:
+        if self._raw_obs is None:
             raise RuntimeError(
                 f"{type(self).__name__}.step: the env has not been reset since its pool was built; call env.reset() "
                 f"first (set_seed builds a new pool, so reset after seeding too)."
             )
-        ids = np.flatnonzero(d["_terminated"] | d["_truncated"]).tolist()
+        ids = np.flatnonzero(self._terminated | self._truncated).tolist()
         raise RuntimeError(
             f"{type(self).__name__}.step: sub-envs {ids} finished their episode and were not reset; EnvPool would restart "
             f"them on this step, ignore their actions and report a new episode's first observation as the outcome. "
@@ -328,27 +323,27 @@ class MultiThreadedEnvWrapper(_EnvWrapper):
 
     def _restart(self, mask: np.ndarray | None) -> dict:
         """Resets the sub-envs in ``mask`` (all when ``None``); returns every sub-env's current entries."""
-        d = self.__dict__
-        if mask is None or d["_raw_obs"] is None or mask.all():
-            obs, ids = d["_io"].reset()
-            if not np.array_equal(ids, d["_all_ids"]):
+        if mask is None or self._raw_obs is None or mask.all():
+            obs, ids = self._io.reset()
+            if not np.array_equal(ids, self._all_ids):
                 obs = scatter_rows(copy_rows(obs), ids, obs)
-            terminated = np.zeros(d["_num_envs"], dtype=bool)
+            terminated = np.zeros(self._num_envs, dtype=bool)
             truncated = terminated.copy()
         else:
             rows = np.flatnonzero(mask).astype(np.int32)
             # copies: the cached rows back the tensors handed out by the previous step
-            obs = copy_rows(d["_raw_obs"])
-            terminated, truncated = d["_terminated"].copy(), d["_truncated"].copy()
+            obs = copy_rows(self._raw_obs)
+            terminated, truncated = self._terminated.copy(), self._truncated.copy()
             if rows.size:
-                fresh, ids = d["_io"].reset(rows)
+                fresh, ids = self._io.reset(rows)
                 scatter_rows(obs, ids, fresh)
                 terminated[rows] = False
                 truncated[rows] = False
         done = terminated | truncated
-        d["_raw_obs"], d["_terminated"], d["_truncated"] = obs, terminated, truncated
-        d["_pending_any"] = bool(done.any())
-        out = d["_read_obs"](obs)
+        state = self.__dict__  # per-episode state, written past nn.Module.__setattr__ (as in _step)
+        state["_raw_obs"], state["_terminated"], state["_truncated"] = obs, terminated, truncated
+        state["_pending_any"] = bool(done.any())
+        out = self._read_obs(obs)
         out["done"] = _from_numpy(done[:, None])
         out["terminated"] = _from_numpy(terminated[:, None])
         out["truncated"] = _from_numpy(truncated[:, None])
@@ -363,9 +358,8 @@ class MultiThreadedEnvWrapper(_EnvWrapper):
         """
         tensordict = self.step(tensordict)
         next_input = self.step_mdp(tensordict)
-        d = self.__dict__
-        if d["_pending_any"]:
-            ended = d["_terminated"] | d["_truncated"]
+        if self._pending_any:
+            ended = self._terminated | self._truncated
             out = self._finish(self._restart(ended), "reset")
             if not ended.all():  # as EnvBase.reset: the restarted rows' other entries (the action...) are zeroed
                 blend_partial_reset(next_input, out, {(): torch.from_numpy(ended)}, outputs_hold_all_rows=True)
@@ -377,13 +371,12 @@ class MultiThreadedEnvWrapper(_EnvWrapper):
         """Builds a new pool seeded ``seed, seed + 1, ...`` (EnvPool seeds are fixed at construction)."""
         if seed is None:
             return
-        d = self.__dict__
-        seed = fold_seed(seed, d["_num_envs"])
-        old = d["_env"]
+        seed = fold_seed(seed, self._num_envs)
+        old = self._env
         new = rebuild_with_seed(old, seed)
         old.close()
-        d["_env"] = new
-        d["_io"] = PoolIO(new)
+        self._env = new
+        self._io = PoolIO(new)
         self._forget_state()
         torchrl_logger.debug(f"{type(self).__name__}: rebuilt the pool with seed {seed}.")
 
@@ -485,7 +478,7 @@ class MultiThreadedEnv(MultiThreadedEnvWrapper):
     @property
     def num_workers(self) -> int:
         """The number of sub-envs."""
-        return self.__dict__["_num_envs"]
+        return self._num_envs
 
     def __repr__(self) -> str:
         return f"MultiThreadedEnv(env={self.env_name}, num_workers={self.num_workers}, device={self.device})"

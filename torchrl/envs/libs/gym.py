@@ -110,6 +110,12 @@ class GymWrapper(GymLikeEnv):
 
     git_url = "https://github.com/Farama-Foundation/Gymnasium"
     libname = "gymnasium"
+    # set by _check_kwargs / _make_specs; class defaults so that reads always hit
+    _from_pixels: bool = False
+    _vec: VecAutoreset | None = None
+    _dict_action: bool = False
+    _inlined_step: bool = False  # _step may take its inlined path (see _can_inline_step)
+    _plain_step: bool = False  # the whole step is GymWrapper's: loops may run it without TensorDicts
 
     def __init__(self, env=None, categorical_action_encoding: bool = False, **kwargs) -> None:
         run_type_checks = kwargs.pop("run_type_checks", False)
@@ -134,13 +140,12 @@ class GymWrapper(GymLikeEnv):
         frame_skip = 1 if frame_skip is None else frame_skip
         if not isinstance(frame_skip, (int, np.integer)) or frame_skip < 1:
             raise ValueError(f"{type(self).__name__}: frame_skip must be an integer >= 1, got {frame_skip!r}.")
-        d = self.__dict__
-        d["_frame_skip"] = int(frame_skip)
-        d["_categorical_action_encoding"] = bool(kwargs.get("categorical_action_encoding", False))
-        d["_from_pixels"] = bool(kwargs.get("from_pixels", False))
-        d["_pixels_only"] = bool(kwargs.get("pixels_only", False))
-        d["_convert_actions_to_numpy"] = bool(kwargs.get("convert_actions_to_numpy", True))
-        if d["_pixels_only"] and not d["_from_pixels"]:
+        self._frame_skip = int(frame_skip)
+        self._categorical_action_encoding = bool(kwargs.get("categorical_action_encoding", False))
+        self._from_pixels = bool(kwargs.get("from_pixels", False))
+        self._pixels_only = bool(kwargs.get("pixels_only", False))
+        self._convert_actions_to_numpy = bool(kwargs.get("convert_actions_to_numpy", True))
+        if self._pixels_only and not self._from_pixels:
             raise ValueError(f"{type(self).__name__}: pixels_only=True needs from_pixels=True.")
 
     def _build_env(self, env=None, **options) -> Any:
@@ -154,8 +159,7 @@ class GymWrapper(GymLikeEnv):
         return env
 
     def _make_specs(self, env: Any) -> None:
-        d = self.__dict__
-        lib = d["_lib"] = library_of(env)
+        lib = self._lib = library_of(env)
         vector = is_vector_env(env, lib)
         if vector:
             n = int(env.num_envs)
@@ -164,7 +168,7 @@ class GymWrapper(GymLikeEnv):
             if tuple(self.batch_size) != (n,):
                 self.batch_size = torch.Size([n])
             obs_space, act_space = env.single_observation_space, env.single_action_space
-            d["_vec"] = VecAutoreset(env, lib)
+            self._vec = VecAutoreset(env, lib)
         else:
             if tuple(self.batch_size):
                 raise ValueError(
@@ -172,10 +176,10 @@ class GymWrapper(GymLikeEnv):
                     f"wrap a vector env (gymnasium.make_vec) or use GymEnv(..., num_envs=N) for batches."
                 )
             obs_space, act_space = env.observation_space, env.action_space
-            d["_vec"] = None
+            self._vec = None
         batch = tuple(self.batch_size)
         nb, device = len(batch), self.device
-        cat = d["_categorical_action_encoding"]
+        cat = self._categorical_action_encoding
         obs_spec = gym_space_to_spec(obs_space, categorical_action_encoding=cat, device=device, batch_size=batch)
         act_spec = gym_space_to_spec(
             act_space, categorical_action_encoding=cat, device=device, batch_size=batch, remap_state_to_observation=False
@@ -183,17 +187,17 @@ class GymWrapper(GymLikeEnv):
         obs_is_dict = space_kind(obs_space) == "Dict"
         observation = obs_spec.clone() if obs_is_dict else Composite(observation=obs_spec, shape=batch, device=device)
         read = obs_reader(obs_space, obs_spec, nb)
-        if d["_from_pixels"]:
+        if self._from_pixels:
             frame = self._probe_render(env)
             pixels = Bounded(0, 255, shape=(*batch, *frame.shape[nb:]), dtype=torch.uint8, device=device)
-            if d["_pixels_only"]:
+            if self._pixels_only:
                 observation = Composite(pixels=pixels, shape=batch, device=device)
             else:
                 observation["pixels"] = pixels
         self.observation_spec = observation
         # a Dict action space: its entries are the env's action keys, at the root (as in TorchRL)
-        d["_dict_action"] = isinstance(act_spec, Composite)
-        if d["_dict_action"]:
+        self._dict_action = isinstance(act_spec, Composite)
+        if self._dict_action:
             self.full_action_spec = act_spec
         else:
             self.action_spec = act_spec
@@ -203,28 +207,26 @@ class GymWrapper(GymLikeEnv):
             shape=batch,
             device=device,
         )
-        d["_read_obs"] = self._compile_obs_reader(env, read, obs_is_dict, nb)
-        d["_write_action"] = action_writer(act_space, act_spec, nb) if d["_convert_actions_to_numpy"] else (lambda t: t)
-        d["_fast_step"] = self._can_step_fast(lib)
+        self._read_obs = self._compile_obs_reader(env, read, obs_is_dict, nb)
+        self._write_action = action_writer(act_space, act_spec, nb) if self._convert_actions_to_numpy else (lambda t: t)
+        self._inlined_step = self._can_inline_step(lib)
         # the whole step is this class's (not a subclass's): loops may then step it without TensorDicts
-        d["_plain_step"] = d["_fast_step"] and _inherited(type(self), GymWrapper, "_step", "_step_output")
+        self._plain_step = self._inlined_step and _inherited(type(self), GymWrapper, "_step", "_step_output")
 
-    def _can_step_fast(self, lib: Any) -> bool:
+    def _can_inline_step(self, lib: Any) -> bool:
         """Whether :meth:`_step` may take the inlined path (5-tuple step API, no frame skip, hooks as defined here)."""
         cls = type(self)
         hooks_untouched = _inherited(cls, GymWrapper, "read_obs", "read_action", "_output_transform") and _inherited(
             cls, GymLikeEnv, "read_reward", "read_done"
         )
         new_api = lib.__name__ == "gymnasium" or lib_version(lib) >= (0, 26)
-        d = self.__dict__
-        return hooks_untouched and new_api and d["_frame_skip"] == 1 and not d["_dict_action"]
+        return hooks_untouched and new_api and self._frame_skip == 1 and not self._dict_action
 
     def _compile_obs_reader(self, env: Any, read, obs_is_dict: bool, nb: int):
-        d = self.__dict__
-        if d["_from_pixels"]:
+        if self._from_pixels:
             render = env.render
             stack = np.stack if nb else np.array
-            pixels_only = d["_pixels_only"]
+            pixels_only = self._pixels_only
 
             def read_pixels(obs: Any) -> dict:
                 out = {} if pixels_only else (read(obs) if obs_is_dict else {"observation": read(obs)})
@@ -254,41 +256,39 @@ class GymWrapper(GymLikeEnv):
 
     # -- per-step hooks --------------------------------------------------------------------------------
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        d = self.__dict__
-        if not d["_fast_step"]:
+        if not self._inlined_step:
             return super()._step(tensordict)
-        plan = d["_plan"] or self._get_plan()
-        obs, reward, terminated, truncated, info = d["_env"].step(d["_write_action"](fast_get(tensordict, plan.action_key)))
-        vec = d["_vec"]
+        plan = self._plan or self._get_plan()
+        obs, reward, terminated, truncated, info = self._env.step(self._write_action(fast_get(tensordict, plan.action_key)))
+        vec = self._vec
         if vec is None:
             # a single env: Python/numpy scalars -> (1,) tensors, inlined (this is the hot path)
-            out = d["_read_obs"](obs)
+            out = self._read_obs(obs)
             out["reward"] = _scalar(reward, np.float32)
             out["terminated"] = _scalar(terminated, np.bool_)
             out["truncated"] = _scalar(truncated, np.bool_)
             out["done"] = _scalar(terminated or truncated, np.bool_)
         else:
             obs = vec.after_step(obs, terminated, truncated, info)
-            out = d["_read_obs"](obs)
+            out = self._read_obs(obs)
             out["reward"] = plan.reward_encode(reward)
             encode = plan.flag_encode
             out["terminated"] = encode(terminated)
             out["truncated"] = encode(truncated)
             out["done"] = encode(terminated | truncated)
         td = new_td(out, plan.batch, plan.device)
-        for reader in d["_info_dict_reader"]:
+        for reader in self._info_dict_reader:
             td = reader(info, td)
         if plan.move_to is not None:
             td = td.to(plan.move_to, non_blocking=True)
-        if not d["_validated"]:
+        if not self._validated:
             self._validate(td, "step")
         return td
 
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
         # Once the first step matched the specs, our outputs are complete and correctly shaped by
         # construction: EnvBase's completion of done keys and reshaping of rewards would be no-ops.
-        d = self.__dict__
-        if (d["_validated"] or d["_fast_encoding"]) and not d["_run_type_checks"]:
+        if (self._validated or self._fast_encoding) and not self._run_type_checks:
             return self._step(tensordict)
         return super()._step_output(tensordict)
 
@@ -303,36 +303,35 @@ class GymWrapper(GymLikeEnv):
         return row_stepper(self, in_keys, in_views, out_keys, out_views)
 
     def _action_from(self, tensordict: TensorDictBase) -> Any:
-        if self.__dict__["_dict_action"]:
+        if self._dict_action:
             return tensordict  # the Dict action's writer reads its keys from the root
         return super()._action_from(tensordict)
 
     def read_action(self, action):
         """The action as the wrapped env expects it (``int`` for ``Discrete``, numpy arrays otherwise)."""
-        return self.__dict__["_write_action"](action)
+        return self._write_action(action)
 
     def read_obs(self, observations):
         """``{key: tensor}`` for one observation (plus ``"pixels"`` from ``env.render()`` with ``from_pixels``)."""
-        return self.__dict__["_read_obs"](observations)
+        return self._read_obs(observations)
 
     def _output_transform(self, step_outputs: tuple) -> tuple:
         if len(step_outputs) != 5:
             return super()._output_transform(step_outputs)
         obs, reward, terminated, truncated, info = step_outputs
-        vec = self.__dict__["_vec"]
+        vec = self._vec
         if vec is not None:
             obs = vec.after_step(obs, terminated, truncated, info)
         return obs, reward, terminated, truncated, terminated | truncated, info
 
     def _reset_env(self, tensordict: TensorDictBase | None, kwargs: dict) -> Any:
-        d = self.__dict__
         seed = kwargs.pop("seed", None)
         options = kwargs.pop("options", None)
         if kwargs:
             raise TypeError(f"{type(self).__name__}.reset: unexpected keyword argument(s) {sorted(kwargs)}; accepted: seed, options.")
         if seed is not None:
             self._seed_spaces(seed)
-        vec = d["_vec"]
+        vec = self._vec
         if vec is not None:
             mask = tensordict.get("_reset", None) if tensordict is not None else None
             if mask is not None:
@@ -343,7 +342,7 @@ class GymWrapper(GymLikeEnv):
             reset_kwargs["seed"] = int(seed)
         if options is not None:
             reset_kwargs["options"] = options
-        return d["_env"].reset(**reset_kwargs)
+        return self._env.reset(**reset_kwargs)
 
     def _seed_spaces(self, seed: int) -> None:
         for space in (getattr(self._env, "action_space", None), getattr(self._env, "observation_space", None)):
@@ -365,7 +364,7 @@ class GymWrapper(GymLikeEnv):
     @property
     def lib(self):
         """The gym library (module) the wrapped env comes from."""
-        return self.__dict__["_lib"]
+        return self._lib
 
     @staticmethod
     def get_library_name(env) -> str:
@@ -379,19 +378,19 @@ class GymWrapper(GymLikeEnv):
         """Rebuilds the wrapped env (and the specs) with updated constructor arguments, in place."""
         kwargs = {**self._constructor_kwargs, **new_kwargs}
         self._check_kwargs(kwargs)
-        old = self.__dict__.get("_env")
+        old = self._env
         env = self._build_env(**kwargs)
         if old is not None and old is not env and hasattr(old, "close"):
             old.close()
-        self.__dict__["_constructor_kwargs"] = kwargs
+        self._constructor_kwargs = kwargs
         self.set_spec_lock_(False)
-        self.__dict__["_batch_size"] = torch.Size([])
+        self._batch_size = torch.Size([])
         self._init_specs()
-        self.__dict__["_env"] = env
+        self._env = env
         self._make_specs(env)
-        for reader in self.__dict__["_info_dict_reader"]:
+        for reader in self._info_dict_reader:
             self._register_info_spec(reader)
-        self.__dict__["_validated"] = False
+        self._validated = False
         self._post_init(spec_locked=True)
 
     def _probe_infos(self) -> list[dict]:
@@ -407,7 +406,7 @@ class GymWrapper(GymLikeEnv):
                     e.__dict__["_np_random"] = rng
 
     def _after_probe(self) -> None:
-        vec = self.__dict__["_vec"]
+        vec = self._vec
         if vec is not None:
             vec.pending = None
 
@@ -474,10 +473,10 @@ class GymEnv(GymWrapper):
         num_envs = kwargs.pop("num_envs", None)
         mode = kwargs.pop("vectorization_mode", None)
         kwargs.setdefault("disable_env_checker", True)
-        if self.__dict__["_from_pixels"]:
+        if self._from_pixels:
             kwargs.setdefault("render_mode", "rgb_array")
         lib = gym_backend()
-        self.__dict__["_lib"] = lib
+        self._lib = lib
         try:
             if num_envs is None:
                 return lib.make(env_name, **kwargs)
