@@ -1,6 +1,6 @@
-"""Tests of the safe TensorDict modules (``SafeModule``, ``SafeSequential``, probabilistic ones), the
-per-step fast path (same results as tensordict's generic path), ``VmapModule``, ``TanhModule`` and the
-world models."""
+"""Tests of the safe TensorDict modules (``SafeModule``, ``SafeSequential``, probabilistic ones),
+``VmapModule``, ``TanhModule`` and the world models. Their direct (fast) calls are checked against
+tensordict's generic path in ``test/test_fast_calls.py``."""
 from __future__ import annotations
 
 import doctest
@@ -10,7 +10,6 @@ import pytest
 import torch
 from tensordict import TensorDict
 from tensordict.nn import (
-    InteractionType,
     ProbabilisticTensorDictModule,
     ProbabilisticTensorDictSequential,
     TensorDictModule,
@@ -89,14 +88,6 @@ class TestSafeModule:
         module = SafeModule(nn.Linear(3, 2), in_keys=["obs"], out_keys=["action"])
         module.spec = Bounded(-1.0, 1.0, (2,))
         assert isinstance(module.spec["action"], Bounded)
-
-    def test_fast_path_matches_tensordict(self):
-        torch.manual_seed(0)
-        net = nn.Linear(3, 2)
-        ours = SafeModule(net, in_keys=["obs"], out_keys=["action"])
-        ref = TensorDictModule(net, in_keys=["obs"], out_keys=["action"])
-        td = _td()
-        torch.testing.assert_close(ours(td.clone())["action"], ref(td.clone())["action"])
 
     def test_dispatch_with_tensors(self):
         net = nn.Linear(3, 2)
@@ -208,49 +199,6 @@ class TestSafeProbabilistic:
             _params_module(), SafeProbabilisticModule(["loc", "scale"], ["action"], distribution_class=TanhNormal)
         )
         assert isinstance(seq, ProbabilisticTensorDictSequential) and isinstance(seq, SafeSequential)
-
-    @pytest.mark.parametrize("exploration", [ExplorationType.RANDOM, ExplorationType.DETERMINISTIC, None])
-    @pytest.mark.parametrize("batch", [(), (6,)])
-    def test_fast_path_matches_tensordict(self, exploration, batch):
-        def build(cls_seq, cls_prob):
-            return cls_seq(
-                _params_module(),
-                cls_prob(
-                    in_keys=["loc", "scale"], out_keys=["action"], distribution_class=TanhNormal,
-                    distribution_kwargs={"low": -2.0, "high": 2.0}, return_log_prob=True,
-                    default_interaction_type=InteractionType.RANDOM,
-                ),
-            )
-
-        ours = build(SafeProbabilisticTensorDictSequential, SafeProbabilisticModule)
-        ref = build(ProbabilisticTensorDictSequential, ProbabilisticTensorDictModule)
-        td = TensorDict(obs=torch.randn(*batch, 3), batch_size=list(batch))
-        with set_exploration_type(exploration):
-            torch.manual_seed(1)
-            a = ours(td.clone())
-            torch.manual_seed(1)
-            b = ref(td.clone())
-        assert set(a.keys()) == set(b.keys())
-        for key in ("loc", "scale", "action", "action_log_prob"):
-            torch.testing.assert_close(a[key], b[key])
-
-    def test_fast_path_follows_return_log_prob_changes(self):
-        seq = SafeProbabilisticTensorDictSequential(
-            _params_module(), SafeProbabilisticModule(["loc", "scale"], ["action"], distribution_class=TanhNormal)
-        )
-        assert "action_log_prob" not in seq(TensorDict(obs=torch.randn(3)))
-        seq.module[-1].return_log_prob = True
-        with set_exploration_type(ExplorationType.RANDOM):
-            assert "action_log_prob" in seq(TensorDict(obs=torch.randn(3)))
-
-    def test_fast_path_get_dist_and_kwargs(self):
-        seq = SafeProbabilisticTensorDictSequential(
-            _params_module(), SafeProbabilisticModule(["loc", "scale"], ["action"], distribution_class=TanhNormal)
-        )
-        dist = seq.get_dist(TensorDict(obs=torch.randn(3)))
-        assert isinstance(dist, TanhNormal)
-        loc, scale, action = seq(obs=torch.zeros(3))  # dispatch returns every out_key
-        torch.testing.assert_close(action, torch.tanh(loc))
 
     def test_tensordict_out(self):
         seq = SafeProbabilisticTensorDictSequential(

@@ -11,6 +11,7 @@ from tensordict.nn import NormalParamExtractor, TensorDictModule
 from torch import distributions as D
 
 from test.objectives.loss_contract import LossContract, functional
+from torchrl._fast import set_fast_paths
 from torchrl.data import Bounded, Categorical as CategoricalSpec, OneHot
 from torchrl.modules import MLP, OneHotCategorical, ProbabilisticActor, TanhNormal, ValueOperator
 from torchrl.objectives import DiscreteSACLoss, SACLoss, ValueEstimators
@@ -385,11 +386,14 @@ def test_prioritized_weights_scale_the_q_loss():
 
 def test_stacked_mlp_matches_member_by_member():
     torch.manual_seed(0)
-    loss = TestSACContract().make_loss(num_qvalue_nets=3)
-    assert isinstance(loss._q.stacked, StackedMLP)
-    td = batch((2, 3))
-    inputs = {"observation": td["observation"], "action": td["action"]}
-    got = loss._q(loss.qvalue_network_params, inputs, td.batch_size)
+    with set_fast_paths(True):  # the stacked route is a fast path (off: the general ensemble call)
+        loss = TestSACContract().make_loss(num_qvalue_nets=3)
+        assert isinstance(loss._q.stacked, StackedMLP)
+        td = batch((2, 3))
+        inputs = {"observation": td["observation"], "action": td["action"]}
+        got = loss._q(loss.qvalue_network_params, inputs, td.batch_size)
+        with set_fast_paths(False):
+            torch.testing.assert_close(loss._q(loss.qvalue_network_params, inputs, td.batch_size), got)
     want = torch.stack([functional(loss.qvalue_network.module, loss.qvalue_network_params[i], td["observation"],
                                    td["action"]) for i in range(3)])
     torch.testing.assert_close(got, want)

@@ -1,8 +1,9 @@
 """Running TensorDict modules cheaply inside losses.
 
-* :func:`plain_module` recognises a "plain" :class:`~tensordict.nn.TensorDictModule` (reads its ``in_keys``
-  as positional tensors, returns its ``out_keys``, no hooks or special options): a loss can then call the
-  wrapped ``nn.Module`` on tensors directly, skipping TensorDict bookkeeping on its hot path.
+* Plain modules are recognised by :func:`torchrl._fast.calls.plain_network` (the one "plain module" rule): a
+  loss can then call the wrapped ``nn.Module`` on tensors directly, skipping TensorDict bookkeeping on its hot
+  path. The callers below check :func:`torchrl._fast.fast_paths_enabled` per call and take the public route
+  when the fast paths are off.
 * :func:`find_producer` finds, inside a :class:`~tensordict.nn.TensorDictSequential`, the plain module that
   computes a given key straight from the input tensordict.
 * :func:`stack_module_params` builds the stacked parameters of an ensemble (TD3's twin Q-networks, ...) and
@@ -14,41 +15,18 @@ import copy
 
 import torch
 from tensordict import TensorDict, TensorDictBase
-from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictParams, TensorDictSequential
+from tensordict.nn import TensorDictParams, TensorDictSequential
 from tensordict.utils import Buffer
 from torch import nn
 from torch.func import functional_call
 
-from torchrl._fast import fast_get
+from torchrl._fast import _switch, fast_get
+from torchrl._fast.calls import plain_network
 
 __all__ = [
-    "plain_module", "find_producer", "follow_path", "stack_module_params", "EnsembleCall", "ModuleRunner",
+    "find_producer", "follow_path", "stack_module_params", "EnsembleCall", "ModuleRunner",
     "gather_inputs", "read_inputs",
 ]
-
-_TDM_FORWARD = TensorDictModule.forward
-_TDM_CALL = TensorDictModule._call_module
-
-
-def plain_module(module) -> nn.Module | None:
-    """The wrapped ``nn.Module`` of a plain ``TensorDictModule``, else ``None``."""
-    if not isinstance(module, TensorDictModule):
-        return None
-    cls = type(module)
-    # ``_fast_forward`` marks a forward that behaves as TensorDictModule's (torchrl's SafeModule family)
-    if not getattr(cls.forward, "_fast_forward", cls.forward is _TDM_FORWARD) or cls._call_module is not _TDM_CALL:
-        return None
-    if module.inplace is not True or "_" in module.out_keys:
-        return None
-    if module._kwargs is not None or module.method is not None or module.method_kwargs or module._get_kwargs:
-        return None
-    if module._forward_hooks or module._forward_pre_hooks or getattr(module, "safe", False):
-        return None
-    inner = module.module
-    if not isinstance(inner, nn.Module) or isinstance(inner, TensorDictModuleBase):
-        return None
-    return inner
-
 
 def _leaves(module, path=()):
     if isinstance(module, TensorDictSequential):
@@ -71,7 +49,7 @@ def find_producer(module, key, passthrough=None) -> tuple[int, ...] | None:
         out_keys = getattr(leaf, "out_keys", ())
         if key in out_keys:
             if found is None:
-                if plain_module(leaf) is None or any(k in written for k in leaf.in_keys):
+                if plain_network(leaf) is None or any(k in written for k in leaf.in_keys):
                     return None
                 found = path
             elif passthrough is None or not passthrough(leaf):
@@ -164,18 +142,18 @@ def gather_inputs(td: TensorDictBase, keys, missing, *, extra: dict | None = Non
 class ModuleRunner:
     """Runs a TensorDict module on a dict of input tensors, returning ``{out_key: tensor}``.
 
-    Plain modules (see :func:`plain_module`) are called on the tensors directly; others on a TensorDict
+    Plain modules (see :func:`~torchrl._fast.calls.plain_network`) are called on the tensors directly; others on a TensorDict
     built from them (``batch_size`` required).
     """
 
     def __init__(self, module):
         self.module = module
-        self.inner = plain_module(module)
+        self.inner = plain_network(module)
         self.in_keys = list(module.in_keys)
         self.out_keys = list(module.out_keys)
 
     def __call__(self, inputs: dict, batch_size) -> dict:
-        if self.inner is not None:
+        if self.inner is not None and _switch.ON:
             out = self.inner(*[inputs[k] for k in self.in_keys])
             if not isinstance(out, tuple):
                 out = (out,)
@@ -201,7 +179,7 @@ class EnsembleCall:
     def __init__(self, module, out_key, *, vmap: bool = True, randomness: str = "error"):
         self.module = module
         self.out_key = out_key
-        self.inner = plain_module(module)
+        self.inner = plain_network(module)
         self.in_keys = list(module.in_keys)
         self.vmap = vmap
         self.randomness = randomness
@@ -211,7 +189,7 @@ class EnsembleCall:
 
     def __call__(self, params: TensorDictBase, inputs: dict, batch_size, *, detach: bool = False) -> torch.Tensor:
         n = params.batch_size[0]
-        if self.inner is not None:
+        if self.inner is not None and _switch.ON:
             xs = [inputs[k] for k in self.in_keys]
             names = [".".join(k[1:]) for k in params.keys(True, True)]
             leaves = [v.detach() if detach else v for v in params.values(True, True)]

@@ -24,8 +24,8 @@ from tensordict.nn import (
 )
 from torch.func import functional_call
 
-from torchrl._fast import fast_get
-from torchrl.objectives._functional import plain_module
+from torchrl._fast import _switch, fast_get
+from torchrl._fast.calls import plain_network
 
 __all__ = ["ModuleChain", "PolicyHead", "entropy", "head_name", "per_head", "sum_features"]
 
@@ -59,7 +59,7 @@ class ModuleChain:
         self.detach = detach
         steps = []
         for leaf in leaves:
-            inner = plain_module(leaf)
+            inner = plain_network(leaf)
             if inner is None:
                 steps = None
                 break
@@ -86,7 +86,7 @@ class ModuleChain:
     def __call__(self, td: TensorDictBase, missing: Callable, *, extra: dict | None = None, nxt: bool = False) -> dict:
         """Outputs of the chain; inputs from ``extra`` first, then ``td`` (``td["next"]`` when ``nxt``)."""
         source = _next(td, missing) if nxt else td
-        if self.steps is None:
+        if self.steps is None or not _switch.ON:
             return self._slow(source, missing, extra, nxt)
         values = dict(extra) if extra else {}
         for inner, in_keys, out_keys, shared in self.steps:
@@ -174,7 +174,7 @@ class PolicyHead:
 
     def __call__(self, td: TensorDictBase, missing: Callable, *, nxt: bool = False, extra: dict | None = None):
         """The actor's distribution for ``td`` (or ``td["next"]``)."""
-        if self.direct:
+        if self.direct and _switch.ON:
             values = self.chain(td, missing, nxt=nxt, extra=extra) if self.chain is not None else {}
             source = None
             params = {}

@@ -20,8 +20,9 @@ from tensordict.nn import TensorDictParams
 from torch import nn
 from torch.nn import functional as F
 
-from torchrl._fast import fast_get, new_td
-from torchrl.objectives._functional import EnsembleCall, plain_module
+from torchrl._fast import _switch, fast_get, new_td
+from torchrl._fast.calls import plain_network
+from torchrl.objectives._functional import EnsembleCall
 from torchrl.objectives.common import LossModule
 from torchrl.objectives.utils import _reduce
 
@@ -57,7 +58,7 @@ class StackedMLP:
 
     @classmethod
     def build(cls, module) -> StackedMLP | None:
-        inner = plain_module(module)
+        inner = plain_network(module)
         if type(inner) is nn.Sequential or (isinstance(inner, nn.Sequential) and type(inner).__name__ == "MLP"):
             layers = list(inner.children())
             if layers and isinstance(layers[0], nn.Linear) and all(
@@ -114,7 +115,7 @@ class QEnsemble:
         self.fallback = EnsembleCall(module, out_key, vmap=vmap, randomness=randomness)
 
     def __call__(self, params, inputs: dict, batch_size, *, detach: bool = False) -> torch.Tensor:
-        if self.stacked is not None:
+        if self.stacked is not None and _switch.ON:
             return self.stacked(params, [inputs[k] for k in self.in_keys], detach)
         return self.fallback(params, inputs, batch_size, detach=detach)
 

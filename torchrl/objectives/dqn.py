@@ -10,10 +10,11 @@ from tensordict.nn import TensorDictModule, TensorDictModuleBase, dispatch
 from torch import nn
 
 from torchrl._utils._deprecation import warn_once
-from torchrl._fast import fast_get, fast_set, new_td
+from torchrl._fast import _switch, fast_get, fast_set, new_td
 from torchrl.data.tensor_specs import Binary, Categorical, Composite, MultiOneHot, OneHot, TensorSpec
 from torchrl.envs.utils import step_mdp
-from torchrl.objectives._functional import find_producer, follow_path, plain_module, read_inputs
+from torchrl._fast.calls import plain_network
+from torchrl.objectives._functional import find_producer, follow_path, read_inputs
 from torchrl.objectives.common import LossModule
 from torchrl.objectives.utils import ValueEstimators, _check_reduction, _reduce, distance_loss, mean_squared_error
 
@@ -194,8 +195,8 @@ class DQNLoss(LossModule):
         if path is not None and self.action_space in ("one-hot", "categorical"):
             producer = follow_path(net, path)
             target = self._functionals["value_network"].target_module
-            q = plain_module(producer)
-            tq = plain_module(follow_path(target, path)) if target is not None else q
+            q = plain_network(producer)
+            tq = plain_network(follow_path(target, path)) if target is not None else q
             in_keys = list(producer.in_keys)
             next_keys = [unravel_key(("next", k)) for k in in_keys]
             fast = (q, tq, in_keys, next_keys, list(producer.out_keys).index(self.tensor_keys.action_value))
@@ -225,7 +226,7 @@ class DQNLoss(LossModule):
     def _q_values(self, tensordict: TensorDictBase):
         """(Q(s, .), bootstrap value of s' [.., 1] under no_grad)."""
         fast = self._fast
-        if fast is not None:
+        if fast is not None and _switch.ON:
             q_fn, tq_fn, in_keys, next_keys, idx = fast
             if len(in_keys) == 1:
                 x, nx = fast_get(tensordict, in_keys[0]), fast_get(tensordict, next_keys[0])

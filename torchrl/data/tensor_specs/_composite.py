@@ -6,6 +6,7 @@ from typing import Any, Callable, Sequence
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from torchrl._fast import new_td
 from torchrl.data.tensor_specs._base import TensorSpec
 from torchrl.data.tensor_specs._utils import (
     DEVICE_TYPING,
@@ -536,7 +537,10 @@ class Composite(TensorSpec):
                 f"Composite: the dim names {names} do not match the {len(batch)} batch dims {tuple(batch)} of the "
                 "TensorDict to generate; generate with the Composite's own shape, or expand it first."
             )
-        td = TensorDict._new_unsafe(source, batch_size=batch, device=self._device, names=names)
+        if names is None:
+            td = new_td(source, batch, self._device)
+        else:  # rare: named dims go through the public constructor
+            td = TensorDict(source, batch_size=batch, device=self._device, names=names)
         if self.data_cls is not None:
             return self.data_cls.from_tensordict(td)
         return td

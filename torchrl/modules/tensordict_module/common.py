@@ -14,7 +14,7 @@ from tensordict.nn import TensorDictModule, TensorDictModuleBase
 from tensordict.utils import NestedKey, unravel_key
 
 from torchrl.data.tensor_specs import Composite, TensorSpec
-from torchrl.modules.tensordict_module._fast import call_direct, fast_input, plain
+from torchrl._fast.calls import forward_direct, plain
 
 __all__ = ["SafeModule", "VmapModule"]
 
@@ -185,8 +185,8 @@ class SafeModule(_SpecMixin, TensorDictModule):
         self.register_spec(safe=safe, spec=spec)
 
     def forward(self, *args, **kwargs) -> TensorDictBase:
-        if len(args) == 1 and fast_input(args[0], kwargs) and plain(self):
-            out = call_direct(self, args[0])
+        if len(args) == 1 and not kwargs and plain(self):
+            out = forward_direct(self, args[0])
             if out is not None:
                 return out
         return TensorDictModule.forward(self, *args, **kwargs)

@@ -20,7 +20,7 @@ from tensordict.utils import NestedKey
 
 from torchrl.data.tensor_specs import TensorSpec
 from torchrl.modules.distributions.continuous import Delta
-from torchrl.modules.tensordict_module._fast import fast_input, prob_direct_ok, run_module, sample_direct
+from torchrl._fast.calls import direct_input, plain_sampler, run_module, sample_direct
 from torchrl.modules.tensordict_module.common import _SpecMixin
 from torchrl.modules.tensordict_module.sequence import SafeSequential
 
@@ -139,15 +139,14 @@ class SafeProbabilisticTensorDictSequential(ProbabilisticTensorDictSequential, S
 
     def forward(self, *args, **kwargs) -> TensorDictBase:
         if (
-            len(args) == 1
-            and self._requires_sample
+            self._requires_sample
             and not self.return_composite
-            and fast_input(args[0], kwargs)
+            and direct_input(args, kwargs)
             and self._fast_sequence()
         ):
             modules = tuple(self.module._modules.values())
             last = modules[-1]
-            if prob_direct_ok(last):
+            if plain_sampler(last):
                 tensordict = args[0]
                 if interaction_type() is None:
                     with set_interaction_type(last.default_interaction_type):

@@ -6,7 +6,7 @@ from tensordict.nn import TensorDictModule, TensorDictSequential
 from tensordict.utils import NestedKey
 
 from torchrl.data.tensor_specs import Composite
-from torchrl.modules.tensordict_module._fast import fast_input, run_module
+from torchrl._fast.calls import direct_input, run_module
 from torchrl.modules.tensordict_module.common import SafeModule
 
 __all__ = ["SafeSequential"]
@@ -72,7 +72,7 @@ class SafeSequential(TensorDictSequential, SafeModule):
         return not self._select_before_return and self.inplace in (None, True)
 
     def forward(self, *args, **kwargs) -> TensorDictBase:
-        if len(args) == 1 and fast_input(args[0], kwargs) and self._fast_sequence():
+        if direct_input(args, kwargs) and self._fast_sequence():
             tensordict = args[0]
             for module in self.module._modules.values():
                 tensordict = run_module(module, tensordict)

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import torch
 from tensordict import NestedKey, TensorDict, TensorDictBase, unravel_key
-from tensordict.nn import TensorDictModuleBase, skip_existing as _skip_existing_flag
+from tensordict.nn import TensorDictModuleBase, skip_existing as skip_existing_mode
 
 from torchrl._utils._deprecation import warn_once
-from torchrl._fast import fast_get
-from torchrl.objectives._functional import plain_module
+from torchrl._fast import entries, fast_get
+from torchrl._fast.calls import plain_network
 from torchrl.objectives.utils import _has_random_module
 
 __all__ = ["ValueEstimatorBase"]
@@ -284,10 +284,10 @@ class ValueEstimatorBase(TensorDictModuleBase):
     def _signals(self, td: TensorDictBase, like: torch.Tensor):
         """``(reward, done, terminated)`` from ``"next"``, shaped like ``like`` (``average_rewards`` applied)."""
         keys = self._next_keys()
-        nxt = td._tensordict.get("next") if type(td) is TensorDict else None
-        if type(nxt) is TensorDict and len(keys[0]) == len(keys[1]) == len(keys[2]) == 2:
-            entries = nxt._tensordict  # the usual layout: three plain names under "next"
-            reward, done, terminated = entries.get(keys[0][1]), entries.get(keys[1][1]), entries.get(keys[2][1])
+        root = entries(td)
+        sub = entries(root.get("next")) if root is not None and len(keys[0]) == len(keys[1]) == len(keys[2]) == 2 else None
+        if sub is not None:  # the usual layout: three plain names under "next"
+            reward, done, terminated = sub.get(keys[0][1]), sub.get(keys[1][1]), sub.get(keys[2][1])
         else:
             reward, done, terminated = fast_get(td, keys[0]), fast_get(td, keys[1]), fast_get(td, keys[2])
         if reward is None or done is None:
@@ -352,14 +352,14 @@ class ValueEstimatorBase(TensorDictModuleBase):
     # ----------------------------------------------------------------------------- value network
     def _net_inputs(self, td: TensorDictBase, nxt: bool) -> TensorDictBase:
         """A tensordict holding the value network's inputs (read under ``"next"`` when ``nxt``)."""
-        entries = {}
+        inputs = {}
         for key in self.value_network.in_keys:
             full = ("next",) + _as_tuple(key) if nxt else key
             v = fast_get(td, full)
             if v is None:
                 raise self._missing(full)
-            entries[key] = v
-        return TensorDict(entries, batch_size=td.batch_size, device=td.device)
+            inputs[key] = v
+        return TensorDict(inputs, batch_size=td.batch_size, device=td.device)
 
     def _chunks(self, data: TensorDictBase) -> list[TensorDictBase]:
         dim = self.value_chunk_dim % max(data.batch_dims, 1)
@@ -372,7 +372,7 @@ class ValueEstimatorBase(TensorDictModuleBase):
     def _run(self, data: TensorDictBase, params: TensorDictBase | None) -> torch.Tensor:
         """The value network's output on ``data`` (chunked if asked), with ``params`` if given."""
         net, vk = self.value_network, self.value_key
-        inner = plain_module(net) if params is None and vk in net.out_keys else None
+        inner = plain_network(net) if params is None and vk in net.out_keys else None
         outs = []
         for piece in self._chunks(data):
             if inner is not None:
@@ -425,7 +425,7 @@ class ValueEstimatorBase(TensorDictModuleBase):
         """``(value, next_value)``: read from ``td`` (if ``skip_existing``) or computed, then written."""
         vk = self.value_key
         next_vk = ("next",) + _as_tuple(vk)
-        skip = self.skip_existing if self.skip_existing is not None else _skip_existing_flag()
+        skip = self.skip_existing if self.skip_existing is not None else skip_existing_mode()
         net = self.value_network
         value = fast_get(td, vk) if (skip or net is None) and need_value else None
         next_value = fast_get(td, next_vk) if skip or net is None else None

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from torchrl._fast import entries, new_td
 from torchrl.data.replay_buffers._utils import _key_str
 
 # keys written by the buffers themselves: present in sampled data, never part of the stored content
@@ -82,7 +83,7 @@ class Layout:
         """Whether ``storage`` is made only of plain ``TensorDict`` nodes and tensor leaves."""
         if type(storage) is not TensorDict:
             return False
-        for value in storage._tensordict.values():
+        for value in storage.values():
             if type(value) is TensorDict:
                 if not Layout.supports(value):
                     return False
@@ -92,7 +93,7 @@ class Layout:
 
     def _walk(self, td: TensorDict, prefix: tuple[str, ...], root_ndim: int) -> _Node:
         node = _Node(td.batch_size[root_ndim:])
-        for name, value in td._tensordict.items():
+        for name, value in td.items():
             node.names.append(name)
             if type(value) is TensorDict:
                 node.children.append(self._walk(value, prefix + (name,), root_ndim))
@@ -118,7 +119,7 @@ class Layout:
         out: list[torch.Tensor | None] = [None] * self.key_count
         if check:
             strict_dtype = True
-        if type(data) is TensorDict:
+        if entries(data) is not None:  # a plain TensorDict, fast paths on: walk its entry dicts
             self._collect(data, self.root, (), batch_ndim, out, strict_dtype, check)
         else:
             where = self.where
@@ -144,7 +145,7 @@ class Layout:
     def _collect(
         self, td: TensorDict, node: _Node, prefix: tuple, batch_ndim: int, out: list, strict_dtype: bool, check: bool
     ) -> None:
-        src = td._tensordict
+        src = entries(td)
         found = 0
         trailing = self.trailing_shapes
         dtypes = self.dtypes
@@ -163,7 +164,7 @@ class Layout:
                 out[child] = value
             else:
                 if type(value) is not TensorDict:
-                    value = getattr(value, "_tensordict", value)
+                    value = getattr(value, "_tensordict", value)  # a tensorclass's content
                     if type(value) is not TensorDict:
                         raise KeyError(
                             f"{self.where}: key {_key_str(prefix + (name,))} holds a {type(value).__name__}, "
@@ -176,10 +177,9 @@ class Layout:
                 raise KeyError(self._key_message(self.where, missing, extra))
 
     def _diff(self, td: TensorDict, node: _Node, prefix: tuple) -> tuple[list, list]:
-        missing = [prefix + (n,) for n in node.names if n not in td._tensordict]
-        extra = [
-            prefix + (n,) for n in td._tensordict if n not in node.names and not (not prefix and n in IGNORED_KEYS)
-        ]
+        names = list(td.keys())
+        missing = [prefix + (n,) for n in node.names if n not in names]
+        extra = [prefix + (n,) for n in names if n not in node.names and not (not prefix and n in IGNORED_KEYS)]
         return missing, extra
 
     def _check_leaf(
@@ -226,4 +226,4 @@ class Layout:
         src = {}
         for name, child in zip(node.names, node.children):
             src[name] = self._build(child, gathered, lead) if isinstance(child, _Node) else gathered[child]
-        return TensorDict._new_unsafe(source=src, batch_size=lead + node.trailing, device=self.device, nested=False)
+        return new_td(src, lead + node.trailing, self.device, convert_dicts=False)
