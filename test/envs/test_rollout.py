@@ -400,3 +400,38 @@ def test_function_policy_taking_a_tensordict_gets_it():
     assert data["action"].squeeze(-1).tolist() == [1, 1]
     with pytest.raises(AttributeError, match="has no attribute 'set'"):  # any other name: observations, as TorchRL
         CountingEnv(max_steps=100).rollout(2, lambda t: t.set("action", torch.ones(1, dtype=torch.int8)))
+
+
+class TestStepChunks:
+    """Long rollouts stack every ``_CHUNK`` steps (bounding the GC's work); the result is the one-stack result."""
+
+    @pytest.mark.parametrize("n", [1, 5, 8, 13])
+    def test_chunked_stack_matches_one_stack(self, n):
+        from torchrl._fast import stack_tds
+        from torchrl.envs._rollout import _StepChunks
+        from torchrl.envs._step_loop import run_steps
+
+        env = CountingEnv(max_steps=3, batch_size=[2])
+        steps, _ = run_steps(env, env.reset(), env.rand_action, n)
+        sink = _StepChunks(1, 4)
+        for td in steps:
+            sink.append(td)
+        ours, ref = sink.stack(None), stack_tds(steps, 1)
+        assert ours.batch_size == ref.batch_size == (2, n) and (ours == ref).all()
+
+    def test_structure_change_between_chunks_stacks_lazily(self):
+        from tensordict import LazyStackedTensorDict
+        from torchrl.envs._rollout import _StepChunks
+
+        steps = [TensorDict({"obs": torch.zeros(t // 4 + 1)}, []) for t in range(8)]  # grows every 4 steps
+        sink = _StepChunks(0, 4)
+        for td in steps:
+            sink.append(td)
+        ours, ref = sink.stack(None), LazyStackedTensorDict.maybe_dense_stack(steps, 0)
+        assert type(ours) is type(ref) and ours.batch_size == ref.batch_size
+        assert all(torch.equal(ours[i]["obs"], ref[i]["obs"]) for i in range(8))
+
+    def test_long_rollout_is_one_continuous_trajectory(self):
+        data = PendulumEnv(seed=0).rollout(300)  # 3 chunks
+        assert type(data) is TensorDict and data.batch_size == (300,)
+        assert torch.equal(data["observation"][1:], data["next", "observation"][:-1])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
 from torchrl._utils._errors import ValueRuntimeError
 from torchrl._fast import direct_module_call, fast_set, stack_tds
@@ -166,15 +166,55 @@ def rollout(
                 return _merge(data, policy(data))
 
     stop = "any" if any_done else "all" if all_done else None
-    steps, _ = run_steps(
-        env, td, act, max_steps, stop=stop, reset_when_done=stop != "any", truncate_last=set_truncated, callback=callback
+    sink = _StepChunks(td.batch_dims, None if out is not None else _CHUNK)
+    run_steps(
+        env, td, act, max_steps, stop=stop, reset_when_done=stop != "any", truncate_last=set_truncated,
+        callback=callback, steps=sink,
     )
-    batch_dim = steps[0].batch_dims
     # (return_contiguous=False stacks densely too where it can, as TorchRL does)
-    result = stack_tds(steps, batch_dim, out=out)
+    result = sink.stack(out)
     if storing_device is not None:
         result = result.to(storing_device)
     return name_time_dim(result)
+
+
+# Steps per chunk of a rollout. Step TensorDicts kept alive until the end get promoted to the GC's oldest
+# generation, which then triggers full collections over the whole heap: 23% of a 20,000-step PendulumEnv
+# rollout went to the GC with one stack at the end, 15% with chunks of 1024 steps, 7.5% with 256, 2.1% with 128
+# (no full collection). Stacking every _CHUNK steps bounds the live objects instead of switching the GC off
+# process-wide; the chunks and the final concatenation cost 0.2-0.6% of a 500-2000-step rollout.
+_CHUNK = 128
+
+
+class _StepChunks:
+    """A rollout's steps, stacked every ``size`` steps (``None``: once, at the end) along ``dim``."""
+
+    __slots__ = ("dim", "size", "steps", "chunks")
+
+    def __init__(self, dim: int, size: int | None) -> None:
+        self.dim, self.size = dim, size
+        self.steps: list[TensorDictBase] = []
+        self.chunks: list[tuple[TensorDictBase, list[TensorDictBase]]] = []
+
+    def append(self, td: TensorDictBase) -> None:
+        steps = self.steps
+        steps.append(td)
+        if len(steps) == self.size:
+            self.chunks.append(stack_tds(steps, self.dim))
+            self.steps = []
+
+    def stack(self, out: TensorDictBase | None) -> TensorDictBase:
+        """All steps stacked (into ``out`` when given), as one ``stack_tds`` of every step would."""
+        if not self.chunks:
+            return stack_tds(self.steps, self.dim, out=out)
+        parts = [*self.chunks, stack_tds(self.steps, self.dim)] if self.steps else self.chunks
+        if all(type(p) is TensorDict for p in parts):
+            try:
+                return torch.cat(parts, self.dim)
+            except (KeyError, RuntimeError, ValueError, TypeError):  # the structure changed between chunks
+                pass
+        steps = [step for part in parts for step in part.unbind(self.dim)]
+        return stack_tds(steps, self.dim)
 
 
 def _merge(data: TensorDictBase, result: TensorDictBase | None) -> TensorDictBase:

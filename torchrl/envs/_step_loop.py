@@ -110,7 +110,8 @@ def run_steps(
     truncate_last: bool = False,
     callback: Callable[[Any, TensorDictBase], Any] | None = None,
     on_end: Callable[[int, TensorDictBase], Any] | None = None,
-) -> tuple[list[TensorDictBase], TensorDictBase | None]:
+    steps: Any = None,
+) -> tuple[Any, TensorDictBase | None]:
     """Steps ``env`` from ``td`` with ``act`` (the policy call) up to ``max_steps`` times.
 
     Args:
@@ -129,6 +130,7 @@ def run_steps(
             on the next step's input, otherwise on the step's data.
         on_end: ``on_end(t, next_input)`` before each reset, while ``next_input`` holds the ``"_reset"`` masks
             of the sub-envs whose episode ended at step ``t`` (the collector's trajectory ids).
+        steps: where the steps go (anything with ``append``; default: a new list).
 
     Returns:
         ``(steps, next input)``: each step's TensorDict (with ``"next"``), and the input of the step after
@@ -143,7 +145,8 @@ def run_steps(
     done_keys = [g.done for g in groups if g.done is not None]
     last = max_steps - 1 if truncate_last else -1
     finished = None
-    steps: list[TensorDictBase] = []
+    if steps is None:
+        steps = []
     append = steps.append
     nxt = None
     for t in range(max_steps):
