@@ -166,7 +166,7 @@ def rollout(
                 return _merge(data, policy(data))
 
     stop = "any" if any_done else "all" if all_done else None
-    sink = _StepChunks(td.batch_dims, None if out is not None else _CHUNK)
+    sink = _StepChunks(td.batch_dims, _CHUNK if out is None and max_steps > _ONE_STACK else None)
     run_steps(
         env, td, act, max_steps, stop=stop, reset_when_done=stop != "any", truncate_last=set_truncated,
         callback=callback, steps=sink,
@@ -182,8 +182,10 @@ def rollout(
 # generation, which then triggers full collections over the whole heap: 23% of a 20,000-step PendulumEnv
 # rollout went to the GC with one stack at the end, 15% with chunks of 1024 steps, 7.5% with 256, 2.1% with 128
 # (no full collection). Stacking every _CHUNK steps bounds the live objects instead of switching the GC off
-# process-wide; the chunks and the final concatenation cost 0.2-0.6% of a 500-2000-step rollout.
+# process-wide. Up to _ONE_STACK steps the GC's share stays under 1% and the steps are stacked once (chunks
+# would add ~4% of instructions to a 400-step rollout: benchmarks/icount.py env).
 _CHUNK = 128
+_ONE_STACK = 1024
 
 
 class _StepChunks:
