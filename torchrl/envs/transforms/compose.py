@@ -53,6 +53,10 @@ class Compose(Transform):
             trsfs = tuple(trsfs[0])
         super().__init__(**kwargs)
         self.transforms = nn.ModuleList()
+        # the transforms as a tuple (iterating a ModuleList costs more per step) and whether any has an inverse
+        # (None: not known yet), both rebuilt after each change
+        self._sequence: tuple[Transform, ...] = ()
+        self._inverse_flag: bool | None = None
         for t in trsfs:
             self._attach(_as_transform(t))
 
@@ -66,11 +70,11 @@ class Compose(Transform):
         self._changed()
 
     def _changed(self) -> None:
-        self.__dict__["_inverse_flag"] = None
-        self.__dict__["_sequence"] = None
-        for t in self.transforms:
+        self._inverse_flag = None
+        self._sequence = tuple(self.transforms)
+        for t in self._sequence:
             t.reset_parent()
-        container = self.__dict__["_container"]
+        container = self._container
         if container is not None and hasattr(container, "_transforms_changed"):
             container._transforms_changed()
 
@@ -140,30 +144,23 @@ class Compose(Transform):
             tensordict = t(tensordict)
         return tensordict
 
-    def _sequence_cached(self) -> tuple[Transform, ...]:
-        """The transforms as a tuple, rebuilt after each change (iterating a ModuleList costs more per step)."""
-        seq = self.__dict__.get("_sequence")
-        if seq is None:
-            seq = self.__dict__["_sequence"] = tuple(self.transforms)
-        return seq
-
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        for t in self.__dict__.get("_sequence") or self._sequence_cached():
+        for t in self._sequence:
             next_tensordict = t._step(tensordict, next_tensordict)
         return next_tensordict
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
-        for t in self._sequence_cached():
+        for t in self._sequence:
             tensordict_reset = t._reset(tensordict, tensordict_reset)
         return tensordict_reset
 
     def _reset_env_preprocess(self, tensordict):
-        for t in reversed(self._sequence_cached()):
+        for t in reversed(self._sequence):
             tensordict = t._reset_env_preprocess(tensordict)
         return tensordict
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
-        for t in reversed(self.transforms):
+        for t in reversed(self._sequence):
             tensordict = t._inv_call(tensordict)
         return tensordict
 
@@ -176,9 +173,9 @@ class Compose(Transform):
 
     @property
     def _has_inverse(self) -> bool:
-        flag = self.__dict__.get("_inverse_flag")
+        flag = self._inverse_flag
         if flag is None:
-            flag = self.__dict__["_inverse_flag"] = any(t._has_inverse for t in self.transforms)
+            flag = self._inverse_flag = any(t._has_inverse for t in self._sequence)
         return flag
 
     def init(self, tensordict) -> None:

@@ -4,30 +4,16 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._fast import fast_get, fast_set, writable
+from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Composite, Unbounded
 from torchrl.envs._done import as_tuple, from_tuple
 from torchrl.envs.transforms._groups import done_groups, reset_key_for, restart_where_reset
 from torchrl.envs.transforms.transform import Transform, _key_list
 
 __all__ = ["RewardSum"]
-
-
-def _sum_step(in_key: str, out_key: str):
-    """The usual step on entry dicts (one top-level reward): see ``TransformedEnv._step``."""
-
-    def fast_step(src: dict, dst: dict) -> bool:
-        reward = dst.get(in_key)
-        if reward is None:
-            return False
-        previous = src.get(out_key)
-        dst[out_key] = reward if previous is None else previous.add(reward)
-        return True
-
-    return fast_step
 
 
 class RewardSum(Transform):
@@ -62,6 +48,7 @@ class RewardSum(Transform):
         *,
         reward_spec: bool = False,
     ) -> None:
+        self._resolved: list[tuple[NestedKey, NestedKey, NestedKey]] | None = None  # (in, out, reset) keys
         super().__init__()
         self._given_in = _key_list(in_keys) or None
         self._given_out = _key_list(out_keys) or None
@@ -69,7 +56,9 @@ class RewardSum(Transform):
         if self._given_in and self._given_out and len(self._given_in) != len(self._given_out):
             raise ValueError(f"RewardSum: in_keys {self._given_in} and out_keys {self._given_out} differ in length.")
         self.reward_spec = reward_spec
-        self._resolved: list[tuple[NestedKey, NestedKey, NestedKey]] | None = None
+        # the sums' shapes (without batch dims) and dtypes, from the reward spec
+        self._shapes: dict = {}
+        self._dtype_map: dict = {}
 
     # -- keys --------------------------------------------------------------------------------------------
     def _resolve(self, full_reward_spec=None, full_done_spec=None) -> list[tuple[NestedKey, NestedKey, NestedKey]]:
@@ -97,28 +86,23 @@ class RewardSum(Transform):
             raise ValueError(f"RewardSum: {len(in_keys)} reward keys {in_keys} but {len(out_keys)} out_keys {out_keys}.")
         reset = self._given_reset or [reset_key_for(k, groups) for k in in_keys]
         self._resolved = list(zip(in_keys, out_keys, reset))
-        self.__dict__["_fast_step"] = None  # built again for the new keys by the next general step
         return self._resolved
 
     @property
     def in_keys(self):
-        if "_resolved" not in self.__dict__:
-            return self.__dict__.get("_in_keys", [])
         return [i for i, _, _ in self._resolve()]
 
     @in_keys.setter
     def in_keys(self, value) -> None:
-        self.__dict__["_in_keys"] = _key_list(value)
+        self._in_keys = _key_list(value)
 
     @property
     def out_keys(self):
-        if "_resolved" not in self.__dict__:
-            return self.__dict__.get("_out_keys") or []
         return [o for _, o, _ in self._resolve()]
 
     @out_keys.setter
     def out_keys(self, value) -> None:
-        self.__dict__["_out_keys"] = None if value is None else _key_list(value)
+        self._out_keys = None if value is None else _key_list(value)
 
     @property
     def reset_keys(self):
@@ -131,28 +115,19 @@ class RewardSum(Transform):
 
     # -- data ----------------------------------------------------------------------------------------------
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
-        spec = self._spec_shapes
+        spec = self._shapes
         for in_key, out_key, reset_key in self._resolve():
             shape = tensordict_reset.batch_size + spec.get(out_key, torch.Size([1]))
-            fresh = torch.zeros(shape, dtype=self._dtypes.get(out_key, torch.float32), device=tensordict_reset.device)
+            fresh = torch.zeros(shape, dtype=self._dtype_map.get(out_key, torch.float32), device=tensordict_reset.device)
             previous = fast_get(tensordict, out_key, None)
             fast_set(tensordict_reset, out_key, restart_where_reset(tensordict, reset_key, previous, fresh))
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        fast = self.__dict__.get("_fast_step")
-        if (
-            fast is not None and type(tensordict) is TensorDict and writable(next_tensordict)
-            and fast(tensordict._tensordict, next_tensordict._tensordict)
-        ):
-            return next_tensordict
-        resolved = self._resolved or self._resolve()
-        for in_key, out_key, _ in resolved:
+        for in_key, out_key, _ in self._resolved or self._resolve():
             reward = fast_get(next_tensordict, in_key)
             previous = fast_get(tensordict, out_key)
             fast_set(next_tensordict, out_key, reward if previous is None else previous.add(reward))
-        if len(resolved) == 1 and all(type(k) is str for k in resolved[0][:2]):
-            self.__dict__["_fast_step"] = _sum_step(*resolved[0][:2])
         return next_tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -172,14 +147,6 @@ class RewardSum(Transform):
         return tensordict
 
     # -- specs -----------------------------------------------------------------------------------------
-    @property
-    def _spec_shapes(self) -> dict:
-        return self.__dict__.get("_shapes", {})
-
-    @property
-    def _dtypes(self) -> dict:
-        return self.__dict__.get("_dtype_map", {})
-
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         full_reward = output_spec["full_reward_spec"]
         self._resolve(full_reward, output_spec["full_done_spec"])
@@ -195,15 +162,15 @@ class RewardSum(Transform):
                 obs[out_key] = sum_spec
             shapes[out_key] = leaf.shape[n:]
             dtypes[out_key] = leaf.dtype
-        self.__dict__["_shapes"], self.__dict__["_dtype_map"] = shapes, dtypes
+        self._shapes, self._dtype_map = shapes, dtypes
         return output_spec
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
         state = input_spec["full_state_spec"]
         for in_key, out_key, _ in self._resolve():
             state[out_key] = Unbounded(
-                shape=input_spec.shape + self._spec_shapes.get(out_key, torch.Size([1])),
-                dtype=self._dtypes.get(out_key, torch.float32),
+                shape=input_spec.shape + self._shapes.get(out_key, torch.Size([1])),
+                dtype=self._dtype_map.get(out_key, torch.float32),
                 device=state.device,
             )
         return input_spec

@@ -1,10 +1,10 @@
 """``SelectTransform``: keeps only some entries of an environment's outputs."""
 from __future__ import annotations
 
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl._fast import new_td
+from torchrl._fast import entries, new_td
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs.transforms.exclude_transform import _unpack_keys
 from torchrl.envs.transforms.transform import Transform
@@ -137,11 +137,9 @@ class SelectTransform(Transform):
     # -- data -------------------------------------------------------------------------------------------
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         keys, flat = self._get_data_keys()
-        if flat and type(next_tensordict) is TensorDict:
-            entries = next_tensordict._tensordict
-            return new_td(
-                {k: entries[k] for k in keys if k in entries}, next_tensordict.batch_size, next_tensordict.device
-            )
+        d = entries(next_tensordict) if flat else None
+        if d is not None:  # a plain TensorDict and top-level keys: the kept entries, without validation
+            return new_td({k: d[k] for k in keys if k in d}, next_tensordict.batch_size, next_tensordict.device)
         return next_tensordict.select(*keys, strict=False)
 
     def forward(self, next_tensordict: TensorDictBase) -> TensorDictBase:

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
-from torchrl._fast import scalar
-from torchrl._fast import fast_get, fast_set, writable
+from torchrl._fast import entries, fast_get, fast_set, scalar, writable
 from torchrl.data.tensor_specs import Bounded, Composite
 from torchrl.envs._done import as_tuple, from_tuple
 from torchrl.envs.transforms._groups import done_groups, restart_where_reset
@@ -27,34 +26,10 @@ class _Group:
         self.done = from_tuple(prefix + ("done",))
         self.reset = from_tuple(prefix + ("_reset",))
         self.shape = shape
-        # (counter tensor written last step, its version): while it comes back unchanged, ``top`` (its
-        # largest value, tracked on the host) decides whether an episode can reach the limit
+        # (counter tensor written last step, its version, the constant 1 on its device): while it comes back
+        # unchanged, ``top`` (its largest value, tracked on the host) decides whether an episode can reach the limit
         self.last = None
         self.top = 0
-
-
-def _count_step(g: _Group, max_steps: int):
-    """The usual step on entry dicts: the counter written last step comes back unchanged (same tensor, same
-    version) and its top stays below the limit, and the env wrote ``done`` but no ``truncated`` entry. Then
-    no episode can be truncated: count + 1 and an all-False ``truncated``; ``done`` stands."""
-    one = scalar(1, torch.int64)
-    count_key, truncated_key, done_key = g.count, g.truncated, g.done
-    zeros_like = torch.zeros_like
-
-    def fast_step(src: dict, dst: dict) -> bool:
-        count, last = src.get(count_key), g.last
-        if last is None or last[0] is not count or last[1] != count._version or g.top + 1 >= max_steps:
-            return False
-        done = dst.get(done_key)
-        if done is None or truncated_key in dst:
-            return False
-        new = count.add(one)
-        dst[count_key] = new
-        dst[truncated_key] = zeros_like(done)
-        g.last, g.top = (new, new._version), g.top + 1
-        return True
-
-    return fast_step
 
 
 class StepCounter(Transform):
@@ -98,19 +73,16 @@ class StepCounter(Transform):
         self.step_count_key = step_count_key
         self.update_done = update_done
         self._groups: list[_Group] | None = None
-
-    def __setattr__(self, name: str, value) -> None:
-        if name in ("max_steps", "update_done"):  # the fast step holds both: built again by the next step
-            self.__dict__["_fast_step"] = None
-        super().__setattr__(name, value)
+        self._single: _Group | None = None  # the only group, when it is the root's with top-level entries
 
     # -- structure --------------------------------------------------------------------------------------
     def _set_groups(self, full_done_spec) -> None:
-        self.__dict__["_fast_step"] = None
-        self._groups = [
+        groups = self._groups = [
             _Group(prefix, shape, self.step_count_key, self.truncated_key if self.max_steps is not None else None)
             for prefix, shape in done_groups(full_done_spec).items()
         ]
+        single = groups[0] if len(groups) == 1 else None
+        self._single = single if single is not None and single.truncated is not None and type(single.done) is str else None
 
     def _get_groups(self) -> list[_Group]:
         if self._groups is None:
@@ -169,58 +141,51 @@ class StepCounter(Transform):
                 fast_set(tensordict_reset, g.truncated, restart_where_reset(tensordict, g.reset, previous, fresh))
         return tensordict_reset
 
-    def _make_fast_step(self, g: _Group, max_steps: int, count: torch.Tensor) -> None:
-        """Enables the fast step (see ``TransformedEnv._step``) once the general one has run for a
-        single root group of string keys on CPU, with ``update_done``."""
-        if self.__dict__.get("_fast_step") is not None or len(self._groups) != 1 or not count.is_cpu:
-            return
-        if self.update_done and all(type(k) is str for k in (g.count, g.truncated, g.done)):
-            self.__dict__["_fast_step"] = _count_step(g, max_steps)
-
-    def _constants(self, count: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``(1, max_steps)`` as shared 0-dim int64 tensors on ``count``'s device: tensor operands cost less
-        per step than Python numbers, which torch wraps anew on every call."""
-        device = None if count.is_cpu else count.device
-        max_steps = self.max_steps
-        limit = None if max_steps is None else scalar(max_steps, torch.int64, device)
-        return scalar(1, torch.int64, device), limit
-
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        fast = self.__dict__.get("_fast_step")
-        if (
-            fast is not None and type(tensordict) is TensorDict and writable(next_tensordict)
-            and fast(tensordict._tensordict, next_tensordict._tensordict)
-        ):
-            return next_tensordict
         max_steps, update_done = self.max_steps, self.update_done
+        g = self._single
+        if g is not None and update_done and max_steps is not None and g.top + 1 < max_steps:
+            # The usual step, read from the entry dicts: the counter written last step came back unchanged, so no
+            # episode can reach the limit, and the env wrote done but no truncated entry. The general loop below
+            # gives the same result (count + 1, an all-False truncated, done as it stands).
+            src, dst = entries(tensordict), entries(next_tensordict)
+            if src is not None and dst is not None and writable(next_tensordict):
+                count, last = src.get(g.count), g.last
+                done = dst.get(g.done)
+                if last is not None and last[0] is count and last[1] == count._version and done is not None \
+                        and g.truncated not in dst:
+                    new = dst[g.count] = count.add(last[2])
+                    dst[g.truncated] = torch.zeros_like(done)
+                    g.last, g.top = (new, new._version, last[2]), g.top + 1
+                    return next_tensordict
         for g in self._groups or self._get_groups():
             count = fast_get(tensordict, g.count)
-            if count is None:
-                done = fast_get(next_tensordict, g.done)
-                count = torch.zeros(done.shape, dtype=torch.int64, device=done.device)
-            one, limit = self._constants(count)
+            last = g.last
+            if last is not None and last[0] is count and last[1] == count._version:
+                # the counter written last step came back unchanged: its device (and so its constant 1) and its
+                # largest value are known on the host
+                one, top = last[2], g.top + 1
+            else:
+                if count is None:
+                    done = fast_get(next_tensordict, g.done)
+                    count = torch.zeros(done.shape, dtype=torch.int64, device=done.device)
+                # a shared 0-dim operand: cheaper per step than a Python number, which torch wraps anew each call
+                one, top = scalar(1, torch.int64, None if count.is_cpu else count.device), None
             new = count.add(one)
             fast_set(next_tensordict, g.count, new)
-            if limit is None:
+            if max_steps is None:
                 continue
+            if top is None and new.is_cpu:  # after a reset or an outside edit: one read (never waits for a device)
+                top = int(new.max()) if new.numel() else 0
+            g.last, g.top = (None, 0) if top is None else ((new, new._version, one), top)
             previous = fast_get(next_tensordict, g.truncated)
             done = fast_get(next_tensordict, g.done) if update_done else None
-            if done is not None or not update_done:
-                last = g.last  # the counter written last step, if it came back unchanged: its top is known
-                if last is not None and last[0] is count and last[1] == count._version:
-                    top = g.top + 1
-                elif new.is_cpu:  # after a reset or an outside edit: one read (never waits for a device)
-                    top = int(new.max()) if new.numel() else 0
-                else:
-                    top = None
-                if top is not None:
-                    g.last, g.top = (new, new._version), top
-                    self._make_fast_step(g, max_steps, count)
-                    if top < max_steps:  # no episode reached the limit: the env's own flags stand
-                        if previous is None:  # all False: a fresh copy of done's shape (cheaper than new >= limit)
-                            fast_set(next_tensordict, g.truncated, new.ge(limit) if done is None else torch.zeros_like(done))
-                        continue
-            truncated = new.ge(limit)  # a fresh tensor: safe to update in place
+            if top is not None and top < max_steps and (done is not None or not update_done):
+                # no episode reached the limit: the env's own flags stand; a missing truncated entry is all False
+                if previous is None:
+                    fast_set(next_tensordict, g.truncated, torch.zeros_like(new if done is None else done, dtype=torch.bool))
+                continue
+            truncated = new.ge(scalar(max_steps, torch.int64, None if new.is_cpu else new.device))  # fresh: safe in place
             if previous is not None:
                 truncated.logical_or_(previous)
             fast_set(next_tensordict, g.truncated, truncated)

@@ -85,47 +85,49 @@ class Transform(nn.Module):
         self.in_keys_inv = in_keys_inv
         self.out_keys_inv = out_keys_inv
         self._missing_tolerance = False
+        # container and parent are modules (a Compose, an env): written to the instance dict, as nn.Module's
+        # __setattr__ would register them as children of this transform
         self.__dict__["_container"] = None
         self.__dict__["_parent"] = None
 
     # -- keys ------------------------------------------------------------------------------------------
     @property
     def in_keys(self) -> list[NestedKey]:
-        return self.__dict__["_in_keys"]
+        return self._in_keys
 
     @in_keys.setter
     def in_keys(self, value) -> None:
-        self.__dict__["_in_keys"] = _key_list(value)
+        self._in_keys = _key_list(value)
 
     @property
     def out_keys(self) -> list[NestedKey]:
-        out = self.__dict__["_out_keys"]
+        out = self._out_keys
         if out is not None:
             return out
         return list(self.in_keys) if self._out_keys_default_to_in_keys else []
 
     @out_keys.setter
     def out_keys(self, value) -> None:
-        self.__dict__["_out_keys"] = None if value is None else _key_list(value)
+        self._out_keys = None if value is None else _key_list(value)
 
     @property
     def in_keys_inv(self) -> list[NestedKey]:
-        return self.__dict__["_in_keys_inv"]
+        return self._in_keys_inv
 
     @in_keys_inv.setter
     def in_keys_inv(self, value) -> None:
-        self.__dict__["_in_keys_inv"] = _key_list(value)
+        self._in_keys_inv = _key_list(value)
 
     @property
     def out_keys_inv(self) -> list[NestedKey]:
-        out = self.__dict__["_out_keys_inv"]
+        out = self._out_keys_inv
         if out is not None:
             return out
         return list(self.in_keys_inv) if self._out_keys_default_to_in_keys else []
 
     @out_keys_inv.setter
     def out_keys_inv(self, value) -> None:
-        self.__dict__["_out_keys_inv"] = None if value is None else _key_list(value)
+        self._out_keys_inv = None if value is None else _key_list(value)
 
     @property
     def missing_tolerance(self) -> bool:
@@ -267,15 +269,15 @@ class Transform(nn.Module):
     @property
     def container(self):
         """The ``Compose`` or ``TransformedEnv`` holding this transform (``None`` when standalone)."""
-        return self.__dict__["_container"]
+        return self._container
 
     def set_container(self, container) -> None:
-        current = self.__dict__["_container"]
+        current = self._container
         # as TorchRL: a transform that already has a parent env (through its container) cannot be moved; one
         # held by a standalone Compose can
         if current is not None and current is not container and self._chain()[0] is not None:
             raise AttributeError(
-                f"{type(self).__name__} already belongs to {type(self.__dict__['_container']).__name__}; "
+                f"{type(self).__name__} already belongs to {type(current).__name__}; "
                 f"use transform.clone() to put a copy elsewhere."
             )
         self.__dict__["_container"] = container
@@ -291,7 +293,7 @@ class Transform(nn.Module):
 
     def _chain(self) -> tuple[Any, list["Transform"]]:
         """``(root env or None, transforms applied before this one)``."""
-        container = self.__dict__["_container"]
+        container = self._container
         if container is None:
             return None, []
         if isinstance(container, Transform):
@@ -302,7 +304,7 @@ class Transform(nn.Module):
     @property
     def parent(self):
         """The env as seen by this transform: base env + the transforms before it (``None`` if standalone)."""
-        cached = self.__dict__["_parent"]
+        cached = self._parent
         if cached is None:
             root, before = self._chain()
             if root is None:
@@ -318,7 +320,7 @@ class Transform(nn.Module):
     # -- misc ----------------------------------------------------------------------------------------------
     def clone(self):
         """A deep copy not attached to any container."""
-        container, parent = self.__dict__["_container"], self.__dict__["_parent"]
+        container, parent = self._container, self._parent
         self.__dict__["_container"] = self.__dict__["_parent"] = None
         try:
             out = copy.deepcopy(self)
@@ -343,9 +345,6 @@ class Transform(nn.Module):
         state = self.__dict__.copy()
         state["_container"] = None
         state["_parent"] = None
-        # a transform's "_fast_step" (see TransformedEnv._step) is a closure over its own state:
-        # a copy builds its own
-        state.pop("_fast_step", None)
         return state
 
     def __repr__(self) -> str:

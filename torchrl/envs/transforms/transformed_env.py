@@ -7,7 +7,6 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from torchrl._utils._auto_unwrap import auto_unwrap_transformed_env
-from torchrl._fast import writable
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs._step_mdp import structure_copy
 from torchrl.envs.common import EnvBase, register_env_hook
@@ -61,9 +60,12 @@ class TransformedEnv(EnvBase):
             transform = Compose(_as_transform(transform, "TransformedEnv"))
         super().__init__(device=env.device, batch_size=env.batch_size, **kwargs)
         self.base_env = env
+        # env and transform are modules: written to the instance dict, nn.Module.__setattr__ would register
+        # them a second time (base_env and transform are the registered names)
         self.__dict__["_base"] = env
-        self.__dict__["_cache_specs"] = cache_specs
-        self.__dict__["_tcache"] = {}
+        self.__dict__["_transform_ref"] = None
+        self._cache_specs = cache_specs
+        self._tcache = {}
         self._set_transform(transform)
 
     def _set_transform(self, transform: Transform) -> None:
@@ -74,28 +76,25 @@ class TransformedEnv(EnvBase):
         transform.init(None)
 
     def _post_init(self, *, spec_locked: bool) -> None:
-        self.__dict__["_specs_locked"] = bool(spec_locked)
+        self._specs_locked = bool(spec_locked)
 
     # -- transform management -------------------------------------------------------------------------
     @property
     def transform(self) -> Transform:
-        return self.__dict__["_transform_ref"]
+        return self._transform_ref
 
     @transform.setter
     def transform(self, transform: Transform) -> None:
-        old = self.__dict__.get("_transform_ref")
-        if old is not None:
-            old._detach_container()
+        self._transform_ref._detach_container()
         self._set_transform(transform)
 
     def _transforms_changed(self) -> None:
-        d = self.__dict__
-        d["_tcache"] = {}
-        d["_spec_cache"] = {}
-        base, t = d["_base"], d.get("_transform_ref")
+        self._tcache = {}
+        self._spec_cache = {}
+        t = self._transform_ref
         if t is not None:
-            d["_batch_size"] = torch.Size(t.transform_env_batch_size(base.batch_size))
-            d["_device"] = t.transform_env_device(base.device)
+            self._batch_size = torch.Size(t.transform_env_batch_size(self._base.batch_size))
+            self._device = t.transform_env_device(self._base.device)
             t.reset_parent()
 
     def __setattr__(self, name: str, value) -> None:
@@ -131,11 +130,11 @@ class TransformedEnv(EnvBase):
 
     # -- specs: transformed from the base env's, cached --------------------------------------------------------
     def _transformed(self, name: str, compute):
-        cache = self.__dict__["_tcache"]
+        cache = self._tcache
         spec = cache.get(name)
-        if spec is None or not self.__dict__["_cache_specs"]:
+        if spec is None or not self._cache_specs:
             spec = compute()
-            if self.__dict__.get("_specs_locked", False):
+            if self._specs_locked:
                 spec.lock_(recurse=True)
             cache[name] = spec
         return spec
@@ -157,7 +156,7 @@ class TransformedEnv(EnvBase):
         spec = self.transform.transform_input_spec(self.base_env.input_spec.clone().unlock_(recurse=True))
         # transforms may resolve their inverse keys from the specs: recompute what depends on them
         if isinstance(self.transform, Compose):
-            self.transform.__dict__["_inverse_flag"] = None
+            self.transform._inverse_flag = None
         return spec
 
     @input_spec.setter
@@ -171,7 +170,7 @@ class TransformedEnv(EnvBase):
 
     def set_spec_lock_(self, mode: bool = True) -> "TransformedEnv":
         self.base_env.set_spec_lock_(mode)
-        self.__dict__["_specs_locked"] = bool(mode)
+        self._specs_locked = bool(mode)
         self._transforms_changed()
         return self
 
@@ -182,79 +181,50 @@ class TransformedEnv(EnvBase):
 
     @property
     def batch_locked(self) -> bool:
-        return self.__dict__["_base"].batch_locked
+        return self._base.batch_locked
 
     @batch_locked.setter
     def batch_locked(self, value: bool) -> None:
         self.base_env.batch_locked = value
 
     @property
-    def run_type_checks(self) -> bool:
-        return self.__dict__["_run_type_checks"]
-
-    @run_type_checks.setter
-    def run_type_checks(self, value: bool) -> None:
-        self.__dict__["_run_type_checks"] = bool(value)
-
-    @property
     def batch_size(self) -> torch.Size:
-        return self.__dict__["_batch_size"]
+        return self._batch_size
 
     @batch_size.setter
     def batch_size(self, value) -> None:
         raise RuntimeError("TransformedEnv: the batch size comes from the base env and the transforms.")
 
     @property
-    def device(self):
-        return self.__dict__["_device"]
-
-    @property
     def is_closed(self) -> bool:
-        return self.__dict__["_base"].is_closed
+        return self._base.is_closed
 
     # -- env contract ----------------------------------------------------------------------------------
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        d = self.__dict__
-        transform = d["_transform_ref"]
-        # a Compose remembers whether any of its transforms has an inverse: skip the call when none has
-        td_in = tensordict if transform.__dict__.get("_inverse_flag") is False else transform.inv(tensordict)
-        next_td = d["_base"]._step_output(td_in)
-        sequence = transform.__dict__.get("_sequence") if type(transform) is Compose else None
-        if sequence is None:
-            return transform._step(tensordict, next_td)
-        # A plain Compose: its loop, run here. A transform may hold a "_fast_step(src, dst) -> bool" closure for
-        # its usual step on the entry dicts of plain TensorDicts (it returns False, having written nothing, when
-        # the step is not the usual one); the type checks it needs are made here once for the whole sequence.
-        src = tensordict._tensordict if type(tensordict) is TensorDict else None
-        dst = next_td._tensordict if src is not None and writable(next_td) else None
-        for t in sequence:
-            fast = t.__dict__.get("_fast_step")
-            if dst is not None and fast is not None and fast(src, dst):
-                continue
-            next_td = t._step(tensordict, next_td)
-            dst = next_td._tensordict if src is not None and writable(next_td) else None
-        return next_td
+        transform = self._transform_ref
+        # the inverse (on a copy of the input) only when some transform has one: a Compose knows it once
+        td_in = transform.inv(tensordict) if transform._has_inverse else tensordict
+        return transform._step(tensordict, self._base._step_output(td_in))
 
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
         # EnvBase's without the shape fixes: the base env fixed its own outputs and transforms write entries in
         # their spec's shape, so only done entries declared but not written are filled
-        d = self.__dict__
         next_td = self._step(tensordict)
         if type(next_td) is not TensorDict and not isinstance(next_td, TensorDictBase):
             raise TypeError(f"{type(self).__name__}._step must return a TensorDict, got {type(next_td).__name__}.")
-        (d["_spec_cache"].get("_hot") or self._hot())[2].complete(next_td)
-        if d["_run_type_checks"]:
+        self._hot()[2].complete(next_td)
+        if self._run_type_checks:
             self._type_check_outputs(next_td)
         return next_td
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
-        transform = self.__dict__["_transform_ref"]
+        transform = self._transform_ref
         # the base env and the transforms' preprocessing see their own structure over the same tensors
         td_in = transform._reset_env_preprocess(structure_copy(tensordict) if tensordict is not None else None)
-        out = self.__dict__["_base"].reset(td_in, **kwargs)
+        out = self._base.reset(td_in, **kwargs)
         if tensordict is None:
             tensordict = TensorDict(batch_size=out.batch_size, device=out.device)
-        cache = self.__dict__["_spec_cache"]
+        cache = self._spec_cache
         if "_reset_keys_checked" not in cache:
             self._check_reset_out_keys()
             cache["_reset_keys_checked"] = True
@@ -286,7 +256,7 @@ class TransformedEnv(EnvBase):
 
     def _check_open(self) -> None:
         # the base env decides: batched envs start lazily here, closed envs raise
-        self.__dict__["_base"]._check_open()
+        self._base._check_open()
 
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
         return self.base_env.set_seed(seed, static_seed=static_seed)
@@ -332,7 +302,7 @@ class TransformedEnv(EnvBase):
         try:
             return super().__getattr__(name)
         except AttributeError:
-            base = self.__dict__.get("_base")
+            base = self.__dict__.get("_base")  # (not self._base: a missing one would recurse here)
             if base is None or name.startswith("__"):
                 raise
             attr = getattr(type(self), name, None)
