@@ -3,8 +3,9 @@
 Everything here has a general twin in tensordict's public API and gives the same result faster on the
 common case (a plain ``TensorDict`` we produced or already checked, a plain ``TensorDictModule``):
 
-- ``tensordicts``: entry access (:func:`fast_get`, :func:`fast_set`, :func:`entries`, :func:`new_td`), the
-  one stacker (:func:`stack_tds`) and host-side tests (:func:`any_true`);
+- ``tensordicts``: entry access (:func:`fast_get`, :func:`fast_set`, :func:`entries`, :func:`new_td`) and
+  host-side tests (:func:`any_true`);
+- ``stack``: the one stacker (:func:`stack_tds`, with ``out=`` for preallocated and shared-memory batches);
 - ``calls``: the one "plain module" predicate and its direct call (:func:`direct_module_call`);
 - ``scalars``: cached 0-dim tensors for hot-path arithmetic (:func:`scalar`).
 
