@@ -124,18 +124,18 @@ def _apply_to_composite(method: Callable) -> Callable:
 
 def key_pairs(transform, inverse: bool = False) -> tuple[tuple[NestedKey, NestedKey], ...]:
     """``((in_key, out_key), ...)`` of a transform, cached until its key lists are replaced."""
-    d = transform.__dict__
-    names = ("_in_keys_inv", "_out_keys_inv") if inverse else ("_in_keys", "_out_keys")
-    src_in, src_out = d.get(names[0]), d.get(names[1])
-    slot = "_pairs_inv_cache" if inverse else "_pairs_cache"
-    cached = d.get(slot)
+    if inverse:
+        src_in, src_out, cached = transform._in_keys_inv, transform._out_keys_inv, transform._pairs_inv_cache
+    else:
+        src_in, src_out, cached = transform._in_keys, transform._out_keys, transform._pairs_cache
     if cached is not None and cached[0] is src_in and cached[1] is src_out:
         return cached[2]
     if inverse:
         pairs = tuple(zip(transform.in_keys_inv, transform.out_keys_inv))
+        transform._pairs_inv_cache = (src_in, src_out, pairs)
     else:
         pairs = tuple(zip(transform.in_keys, transform.out_keys))
-    d[slot] = (src_in, src_out, pairs)
+        transform._pairs_cache = (src_in, src_out, pairs)
     return pairs
 
 

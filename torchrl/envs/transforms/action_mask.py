@@ -68,9 +68,9 @@ class ActionMask(Transform):
 
     # -- the live action spec -----------------------------------------------------------------------------
     def _env(self):
-        root = self.__dict__["_container"]
+        root = self._container
         while isinstance(root, Transform):
-            root = root.__dict__["_container"]
+            root = root._container
         if root is None:
             raise RuntimeError("ActionMask must be used inside a TransformedEnv: it updates the env's action spec.")
         return root

@@ -71,8 +71,8 @@ class CatTensors(Transform):
     ) -> None:
         if not isinstance(dim, int) or isinstance(dim, bool):
             raise ValueError(f"CatTensors: dim must be an int, got {dim!r}.")
-        self.__dict__["_lazy"] = in_keys is None
-        self.__dict__["_sort"] = bool(sort)
+        self._lazy = in_keys is None
+        self._sort = bool(sort)
         keys = _key_list(in_keys)
         super().__init__(in_keys=_sorted(keys) if sort else keys, out_keys=[out_key])
         if out_key in self.in_keys:
@@ -85,25 +85,24 @@ class CatTensors(Transform):
     def _resolve_from(self, observation_spec: Composite) -> None:
         out_key = self.out_keys[0]
         keys = [k for k in observation_spec.keys(include_nested=True, leaves_only=True) if k != out_key]
-        self.__dict__["_in_keys"] = _sorted(keys) if self.__dict__["_sort"] else keys
+        self._in_keys = _sorted(keys) if self._sort else keys
 
     @property
     def in_keys(self) -> list[NestedKey]:
-        d = self.__dict__
-        if d.get("_lazy") and not d["_in_keys"]:
+        if self._lazy and not self._in_keys:
             parent = self.parent
             if parent is not None:
                 self._resolve_from(parent.full_observation_spec)
-        return d["_in_keys"]
+        return self._in_keys
 
     @in_keys.setter
     def in_keys(self, value) -> None:
-        self.__dict__["_in_keys"] = _key_list(value)
+        self._in_keys = _key_list(value)
 
     def set_container(self, container) -> None:
         super().set_container(container)
-        if self.__dict__["_lazy"]:
-            self.__dict__["_in_keys"] = []
+        if self._lazy:
+            self._in_keys = []
 
     @property
     def keys_to_exclude(self) -> list[NestedKey]:
@@ -160,7 +159,7 @@ class CatTensors(Transform):
 
     # -- specs -----------------------------------------------------------------------------------------
     def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
-        if self.__dict__["_lazy"]:
+        if self._lazy:
             self._resolve_from(observation_spec)
         keys = self.in_keys
         missing = [k for k in keys if k not in observation_spec]

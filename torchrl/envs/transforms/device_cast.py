@@ -50,7 +50,7 @@ class DeviceCastTransform(Transform):
     _out_keys_default_to_in_keys = True  # out_keys default to in_keys (in place)
 
     def __init__(self, device, orig_device=None, *, in_keys=None, out_keys=None, in_keys_inv=None, out_keys_inv=None) -> None:
-        self.__dict__["_whole"] = in_keys is None and in_keys_inv is None
+        self._whole = in_keys is None and in_keys_inv is None
         super().__init__(in_keys=in_keys, out_keys=out_keys, in_keys_inv=in_keys_inv, out_keys_inv=out_keys_inv)
         self._check_keys()
         if len(self.in_keys_inv) != len(self.out_keys_inv):
@@ -59,23 +59,22 @@ class DeviceCastTransform(Transform):
                 f"length."
             )
         self.device = _device(device)
-        self.__dict__["_orig_given"] = _device(orig_device)
-        self.__dict__["_orig_cache"] = None
+        self._orig_given = _device(orig_device)
+        self._orig_cache = None
 
     @property
     def orig_device(self) -> torch.device | None:
         """The device inside the env (given, or the parent env's)."""
-        d = self.__dict__
-        if d["_orig_given"] is not None:
-            return d["_orig_given"]
-        if d["_orig_cache"] is None:
+        if self._orig_given is not None:
+            return self._orig_given
+        if self._orig_cache is None:
             parent = self.parent
-            d["_orig_cache"] = (parent.device,) if parent is not None else None
-        return None if d["_orig_cache"] is None else d["_orig_cache"][0]
+            self._orig_cache = (parent.device,) if parent is not None else None
+        return None if self._orig_cache is None else self._orig_cache[0]
 
     def set_container(self, container) -> None:
         super().set_container(container)
-        self.__dict__["_orig_cache"] = None
+        self._orig_cache = None
 
     # -- data ------------------------------------------------------------------------------------------
     @staticmethod
@@ -97,7 +96,7 @@ class DeviceCastTransform(Transform):
         return tensordict
 
     def _call(self, next_tensordict: TensorDictBase, tolerant: bool = False) -> TensorDictBase:
-        if self.__dict__["_whole"]:
+        if self._whole:
             return next_tensordict.to(self.device)
         strict = not (tolerant or self._missing_tolerance)
         return self._move_entries(next_tensordict, key_pairs(self), self.device, strict, "DeviceCastTransform")
@@ -113,14 +112,14 @@ class DeviceCastTransform(Transform):
 
     def _inv_call(self, tensordict: TensorDictBase, tolerant: bool = False) -> TensorDictBase:
         orig = self.orig_device
-        if self.__dict__["_whole"]:
+        if self._whole:
             return tensordict if orig is None else tensordict.to(orig)
         strict = not (tolerant or self._missing_tolerance)
         return self._move_entries(tensordict, key_pairs(self, inverse=True), orig, strict, "DeviceCastTransform (inverse)")
 
     def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Moves the inputs back to ``orig_device`` (the input TensorDict is not modified)."""
-        if self.__dict__["_whole"]:
+        if self._whole:
             return self._inv_call(tensordict)
         if not self.in_keys_inv:
             return tensordict
@@ -128,7 +127,7 @@ class DeviceCastTransform(Transform):
 
     @property
     def _has_inverse(self) -> bool:
-        return self.__dict__["_whole"] or bool(self.in_keys_inv)
+        return self._whole or bool(self.in_keys_inv)
 
     def _reset_env_preprocess(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
         if tensordict is None:
@@ -137,7 +136,7 @@ class DeviceCastTransform(Transform):
 
     # -- specs ---------------------------------------------------------------------------------------------
     def transform_env_device(self, device):
-        return self.device if self.__dict__["_whole"] else device
+        return self.device if self._whole else device
 
     def _move_leaf(self, leaf: TensorSpec) -> TensorSpec:
         return leaf.to(self.device)
@@ -153,17 +152,17 @@ class DeviceCastTransform(Transform):
         return root
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
-        if self.__dict__["_whole"]:
+        if self._whole:
             return output_spec.to(self.device)
         return self._edit(output_spec, OUTPUT_PARTS, key_pairs(self), move=False)
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
-        if self.__dict__["_whole"]:
+        if self._whole:
             return input_spec.to(self.device)
         return self._edit(input_spec, INPUT_PARTS, key_pairs(self, inverse=True), move=True)
 
     def _leafwise(self, spec: Composite, inverse: bool) -> Composite:
-        if self.__dict__["_whole"]:
+        if self._whole:
             return spec.to(self.device)
         pairs = key_pairs(self, inverse=inverse)
         if spec.device is not None and spec.device != self.device and any(k in spec for k, _ in pairs):
@@ -187,5 +186,5 @@ class DeviceCastTransform(Transform):
         return self._leafwise(full_state_spec, True)
 
     def __repr__(self) -> str:
-        keys = "" if self.__dict__["_whole"] else f", in_keys={self.in_keys}, in_keys_inv={self.in_keys_inv}"
-        return f"DeviceCastTransform(device={self.device}, orig_device={self.__dict__['_orig_given']}{keys})"
+        keys = "" if self._whole else f", in_keys={self.in_keys}, in_keys_inv={self.in_keys_inv}"
+        return f"DeviceCastTransform(device={self.device}, orig_device={self._orig_given}{keys})"

@@ -79,8 +79,9 @@ class DTypeCastTransform(Transform):
             raise ValueError(f"{name}: out_keys_inv={out_keys_inv!r} given without in_keys_inv; pass in_keys_inv too.")
         # as TorchRL: without in_keys every dtype_in output entry is cast; without either key list, every
         # dtype_in input entry is cast back too
-        self.__dict__["_auto"] = in_keys is None
-        self.__dict__["_auto_inv_mode"] = in_keys is None and in_keys_inv is None
+        self._auto = in_keys is None
+        self._auto_inv_mode = in_keys is None and in_keys_inv is None
+        self._reset_auto()
         super().__init__(in_keys=in_keys, out_keys=out_keys, in_keys_inv=in_keys_inv, out_keys_inv=out_keys_inv)
         for given_in, given_out, label in ((in_keys, out_keys, ""), (in_keys_inv, out_keys_inv, "_inv")):
             if given_out is not None and len(_key_list(given_in)) != len(_key_list(given_out)):
@@ -94,9 +95,8 @@ class DTypeCastTransform(Transform):
 
     # -- keys ------------------------------------------------------------------------------------------
     def _reset_auto(self) -> None:
-        d = self.__dict__
-        d["_auto_out"] = None  # [(key, strict)] read from the output spec (+ state-only keys, not strict)
-        d["_auto_inv"] = None  # [key] read from the input spec
+        self._auto_out = None  # [(key, strict)] read from the output spec (+ state-only keys, not strict)
+        self._auto_inv = None  # [key] read from the input spec
 
     def set_container(self, container) -> None:
         super().set_container(container)
@@ -116,8 +116,7 @@ class DTypeCastTransform(Transform):
 
     def _resolve(self) -> bool:
         """Reads the keys from the parent env's specs (auto mode); False when there is no parent."""
-        d = self.__dict__
-        if d["_auto_out"] is not None and d["_auto_inv"] is not None:
+        if self._auto_out is not None and self._auto_inv is not None:
             return True
         parent = self.parent
         if parent is None:
@@ -126,32 +125,30 @@ class DTypeCastTransform(Transform):
         return True
 
     def _set_auto(self, output_spec: Composite | None, input_spec: Composite | None) -> None:
-        d = self.__dict__
         if output_spec is not None:
-            d["_auto_out"] = [(k, True) for k in self._spec_keys(output_spec, OUTPUT_PARTS)]
+            self._auto_out = [(k, True) for k in self._spec_keys(output_spec, OUTPUT_PARTS)]
         if input_spec is not None:
-            inv = self._spec_keys(input_spec, INPUT_PARTS)
-            d["_auto_inv"] = inv
-            known = {k for k, _ in d["_auto_out"] or ()}
+            self._auto_inv = self._spec_keys(input_spec, INPUT_PARTS)
+            known = {k for k, _ in self._auto_out or ()}
             extra = [(k, False) for k in self._spec_keys(input_spec, ("full_state_spec",)) if k not in known]
-            d["_auto_out"] = list(d["_auto_out"] or ()) + extra
+            self._auto_out = list(self._auto_out or ()) + extra
 
     @property
     def in_keys(self) -> list[NestedKey] | None:
         """The cast entries; ``None`` in automatic mode until the transform is in an env (as TorchRL)."""
-        if self.__dict__.get("_auto"):
-            return [k for k, _ in self.__dict__["_auto_out"]] if self._resolve() else None
-        return self.__dict__["_in_keys"]
+        if self._auto:
+            return [k for k, _ in self._auto_out] if self._resolve() else None
+        return self._in_keys
 
     @in_keys.setter
     def in_keys(self, value) -> None:
-        self.__dict__["_in_keys"] = _key_list(value)
-        if value is not None and "_auto" in self.__dict__:
-            self.__dict__["_auto"] = self.__dict__["_auto_inv_mode"] = False
+        self._in_keys = _key_list(value)
+        if value is not None:
+            self._auto = self._auto_inv_mode = False
 
     @property
     def out_keys(self) -> list[NestedKey] | None:
-        out = self.__dict__["_out_keys"]
+        out = self._out_keys
         if out is not None:
             return out
         keys = self.in_keys
@@ -159,23 +156,23 @@ class DTypeCastTransform(Transform):
 
     @out_keys.setter
     def out_keys(self, value) -> None:
-        self.__dict__["_out_keys"] = None if value is None else _key_list(value)
+        self._out_keys = None if value is None else _key_list(value)
 
     @property
     def in_keys_inv(self) -> list[NestedKey] | None:
-        if self.__dict__.get("_auto_inv_mode"):
-            return list(self.__dict__["_auto_inv"]) if self._resolve() else None
-        return self.__dict__["_in_keys_inv"]
+        if self._auto_inv_mode:
+            return list(self._auto_inv) if self._resolve() else None
+        return self._in_keys_inv
 
     @in_keys_inv.setter
     def in_keys_inv(self, value) -> None:
-        self.__dict__["_in_keys_inv"] = _key_list(value)
-        if value is not None and "_auto_inv_mode" in self.__dict__:
-            self.__dict__["_auto_inv_mode"] = False
+        self._in_keys_inv = _key_list(value)
+        if value is not None:
+            self._auto_inv_mode = False
 
     @property
     def out_keys_inv(self) -> list[NestedKey] | None:
-        out = self.__dict__["_out_keys_inv"]
+        out = self._out_keys_inv
         if out is not None:
             return out
         keys = self.in_keys_inv
@@ -183,7 +180,7 @@ class DTypeCastTransform(Transform):
 
     @out_keys_inv.setter
     def out_keys_inv(self, value) -> None:
-        self.__dict__["_out_keys_inv"] = None if value is None else _key_list(value)
+        self._out_keys_inv = None if value is None else _key_list(value)
 
     # -- data --------------------------------------------------------------------------------------------
     def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
@@ -194,10 +191,10 @@ class DTypeCastTransform(Transform):
 
     def _call(self, next_tensordict: TensorDictBase, tolerant: bool = False) -> TensorDictBase:
         dst = self.dtype_out
-        if self.__dict__["_auto"]:
+        if self._auto:
             if not self._resolve():
                 return _scan(next_tensordict, self.dtype_in, dst)
-            for key, strict in self.__dict__["_auto_out"]:
+            for key, strict in self._auto_out:
                 value = fast_get(next_tensordict, key)
                 if value is None:
                     if strict and not tolerant and not self._missing_tolerance:
@@ -226,12 +223,12 @@ class DTypeCastTransform(Transform):
         return self._call(tensordict_reset, tolerant=True)
 
     def _inv_pairs(self):
-        if self.__dict__["_auto_inv_mode"]:
-            return [(k, k) for k in self.__dict__["_auto_inv"]]
+        if self._auto_inv_mode:
+            return [(k, k) for k in self._auto_inv]
         return key_pairs(self, inverse=True)
 
     def _inv_call(self, tensordict: TensorDictBase, tolerant: bool = False) -> TensorDictBase:
-        if self.__dict__["_auto_inv_mode"]:
+        if self._auto_inv_mode:
             if not self._resolve():
                 return _scan(tensordict, self.dtype_out, self.dtype_in)
             tolerant = True  # state entries may legitimately be absent from a step's input
@@ -256,9 +253,9 @@ class DTypeCastTransform(Transform):
 
     @property
     def _has_inverse(self) -> bool:
-        if self.__dict__["_auto_inv_mode"]:
-            return not self._resolve() or bool(self.__dict__["_auto_inv"])
-        return bool(self.__dict__["_in_keys_inv"])
+        if self._auto_inv_mode:
+            return not self._resolve() or bool(self._auto_inv)
+        return bool(self._in_keys_inv)
 
     def _reset_env_preprocess(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
         """States handed to a (partial) reset go back to the env's dtype."""
@@ -280,18 +277,18 @@ class DTypeCastTransform(Transform):
         return cast_spec(leaf, self.dtype_out)
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
-        if self.__dict__["_auto"]:
+        if self._auto:
             self._set_auto(output_spec, None)
-            pairs = [(k, k) for k, _ in self.__dict__["_auto_out"]]
+            pairs = [(k, k) for k, _ in self._auto_out]
             edit_leaves(output_spec, OUTPUT_PARTS, pairs, self._cast_out)
         else:
             edit_leaves(output_spec, OUTPUT_PARTS, key_pairs(self), self._cast_checked)
         return output_spec
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
-        if self.__dict__["_auto_inv_mode"]:
+        if self._auto_inv_mode:
             self._set_auto(None, input_spec)
-            pairs, fn = [(k, k) for k in self.__dict__["_auto_inv"]], self._cast_out
+            pairs, fn = [(k, k) for k in self._auto_inv], self._cast_out
         else:
             pairs, fn = key_pairs(self, inverse=True), self._cast_checked
         missing = edit_leaves(input_spec, INPUT_PARTS, pairs, fn, move=True)
@@ -303,7 +300,7 @@ class DTypeCastTransform(Transform):
         return input_spec
 
     def transform_observation_spec(self, observation_spec: Composite) -> Composite:
-        if self.__dict__["_auto"]:
+        if self._auto:
             pairs = [(k, k) for k, leaf in observation_spec.items(True, True) if leaf.dtype == self.dtype_in]
         else:
             pairs = key_pairs(self)
@@ -313,9 +310,9 @@ class DTypeCastTransform(Transform):
         return observation_spec
 
     def __repr__(self) -> str:
-        if self.__dict__["_auto"] and self.__dict__["_auto_out"] is None:
+        if self._auto and self._auto_out is None:
             keys = "keys=<all " + str(self.dtype_in).replace("torch.", "") + " entries>"
-        elif self.__dict__["_auto"] and not self.__dict__["_auto_inv_mode"]:
+        elif self._auto and not self._auto_inv_mode:
             keys = f"in_keys=<all {str(self.dtype_in).replace('torch.', '')} entries>, in_keys_inv={self.in_keys_inv}"
         else:
             keys = f"in_keys={self.in_keys}, out_keys={self.out_keys}, in_keys_inv={self.in_keys_inv}"

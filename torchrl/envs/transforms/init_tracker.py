@@ -70,7 +70,7 @@ class InitTracker(Transform):
 
     @out_keys.setter
     def out_keys(self, value) -> None:
-        self.__dict__["_out_keys"] = value
+        self._out_keys = value
 
     def set_container(self, container) -> None:
         super().set_container(container)

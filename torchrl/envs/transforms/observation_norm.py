@@ -87,7 +87,7 @@ class ObservationNorm(ObservationTransform):
                 "ObservationNorm: in_keys must be given (as TorchRL: not passing in_keys is a deprecated behavior); "
                 "e.g. ObservationNorm(loc, scale, in_keys=['observation'])."
             )
-        self.__dict__["_default_keys"] = False
+        self._default_keys = False
         super().__init__(
             in_keys=in_keys,
             out_keys=out_keys,
@@ -107,7 +107,7 @@ class ObservationNorm(ObservationTransform):
         else:
             self.register_buffer("loc", _as_buffer(0.0 if loc is None else loc))
             self.register_buffer("scale", _as_buffer(1.0 if scale is None else scale))
-        self.__dict__["_coef"] = None
+        self._coef = None
 
     # -- state -------------------------------------------------------------------------------------------
     @property
@@ -129,7 +129,7 @@ class ObservationNorm(ObservationTransform):
                 "ObservationNorm: loc and scale are not initialized. Pass them to the constructor, call "
                 "transform.init_stats(num_iter) once the transform is in a TransformedEnv, or load a state dict."
             )
-        coef = self.__dict__["_coef"]
+        coef = self._coef
         if coef is not None:
             c_loc, c_lv, c_scale, c_sv, c_dtype = coef[0]
             if c_loc is loc and c_scale is scale and c_lv == loc._version and c_sv == scale._version and c_dtype == dtype:
@@ -143,7 +143,7 @@ class ObservationNorm(ObservationTransform):
             add = -loc_ * mul
         else:
             mul, add = scale_, loc_
-        self.__dict__["_coef"] = (stamp, mul, add)
+        self._coef = (stamp, mul, add)
         return mul, add
 
     # -- data ----------------------------------------------------------------------------------------------
@@ -158,7 +158,7 @@ class ObservationNorm(ObservationTransform):
         return (state - loc) / scale
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
-        strict = not (self.__dict__["_default_keys"] or self._missing_tolerance)
+        strict = not (self._default_keys or self._missing_tolerance)
         return map_keys(next_tensordict, key_pairs(self), self._apply_transform, strict=strict, owner="ObservationNorm")
 
     @property
@@ -237,7 +237,7 @@ class ObservationNorm(ObservationTransform):
         if key is not None:
             return key
         keys = self.in_keys
-        if self.__dict__["_default_keys"]:
+        if self._default_keys:
             keys = [k for k in keys if k in parent.full_observation_spec]
         if len(keys) != 1:
             raise ValueError(

@@ -59,7 +59,7 @@ class RewardScaling(Transform):
         super().__init__(in_keys=["reward"] if in_keys is None else in_keys, out_keys=out_keys)
         self._check_keys()
         # as TorchRL, ``standard_normal`` is a (bool tensor) buffer; the data path reads the Python flag
-        self.__dict__["_standard_normal"] = bool(standard_normal)
+        self._standard_normal = bool(standard_normal)
         self.register_buffer("standard_normal", torch.tensor(bool(standard_normal)))
         loc, scale = _as_tensor(loc), _as_tensor(scale)
         if standard_normal and bool((scale == 0).any()):
@@ -71,7 +71,7 @@ class RewardScaling(Transform):
         loc, scale = self.loc, self.scale
         if loc.dtype != reward.dtype and reward.is_floating_point():
             loc, scale = loc.to(reward.dtype), scale.to(reward.dtype)
-        if self.__dict__["_standard_normal"]:
+        if self._standard_normal:
             return (reward - loc) / scale
         return torch.addcmul(loc, reward, scale)
 
@@ -97,5 +97,5 @@ class RewardScaling(Transform):
     def __repr__(self) -> str:
         return (
             f"RewardScaling(keys={self.in_keys}, loc={self.loc.tolist()}, scale={self.scale.tolist()}, "
-            f"standard_normal={self.__dict__['_standard_normal']})"
+            f"standard_normal={self._standard_normal})"
         )

@@ -85,6 +85,9 @@ class Transform(nn.Module):
         self.in_keys_inv = in_keys_inv
         self.out_keys_inv = out_keys_inv
         self._missing_tolerance = False
+        # ((in_keys, out_keys) as stored, their pairs) for _spec_edit.key_pairs; the same for the inverse keys
+        self._pairs_cache: tuple | None = None
+        self._pairs_inv_cache: tuple | None = None
         # container and parent are modules (a Compose, an env): written to the instance dict, as nn.Module's
         # __setattr__ would register them as children of this transform
         self.__dict__["_container"] = None

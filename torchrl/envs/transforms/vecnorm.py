@@ -99,11 +99,11 @@ class VecNorm(Transform):
         self.shapes = None if shapes is None else [torch.Size(s) for s in shapes]
         self.frozen = False
         self._td: TensorDictBase | None = shared_td
-        self.__dict__["_stats"] = None  # {in_key: (sum, ssq, count)}: views of self._td, rebuilt on demand
+        self._stats = None  # {in_key: (sum, ssq, count)}: views of self._td, rebuilt on demand
 
     # -- statistics storage ---------------------------------------------------------------------------
     def _stats_map(self) -> dict:
-        stats = self.__dict__["_stats"]
+        stats = self._stats
         if stats is None:
             stats = {}
             td = self._td
@@ -112,7 +112,7 @@ class VecNorm(Transform):
                     found = [td.get(_stat_key(key, s), None) for s in _SUFFIXES]
                     if all(t is not None for t in found):
                         stats[key] = tuple(found)
-            self.__dict__["_stats"] = stats
+            self._stats = stats
         return stats
 
     def _ensure_stats(self, key: NestedKey, shape: torch.Size, dtype: torch.dtype, device) -> tuple:
@@ -231,18 +231,18 @@ class VecNorm(Transform):
             )
         copy = self.clone()
         copy._td = self._td
-        copy.__dict__["_stats"] = None
+        copy._stats = None
         return copy.freeze()
 
     def clone(self) -> "VecNorm":
-        lock = self.__dict__.get("lock")
-        self.__dict__["lock"] = None
+        lock = self.lock  # shared with the copy, not deep-copied
+        self.lock = None
         try:
             out = super().clone()
         finally:
-            self.__dict__["lock"] = lock
-        out.__dict__["lock"] = lock
-        out.__dict__["_stats"] = None
+            self.lock = lock
+        out.lock = lock
+        out._stats = None
         return out
 
     def to_observation_norm(self) -> Compose | ObservationNorm:
@@ -304,7 +304,7 @@ class VecNorm(Transform):
                 self._td = td.clone()
             else:
                 self._td.update_(td)
-            self.__dict__["_stats"] = None
+            self._stats = None
 
     def __getstate__(self):
         state = super().__getstate__()
