@@ -45,7 +45,7 @@ def from_tuple(key: tuple[str, ...]) -> NestedKey:
 
 
 class _Group:
-    __slots__ = ("prefix", "done", "terminated", "truncated", "others", "reset_key", "shape", "event", "dtypes")
+    __slots__ = ("prefix", "done", "terminated", "truncated", "others", "keys", "reset_key", "shape", "event", "dtypes")
 
     def __init__(self, prefix: tuple[str, ...], names: dict[str, NestedKey], shape: torch.Size, batch_ndim: int = 0,
                  dtypes: dict | None = None):
@@ -54,6 +54,8 @@ class _Group:
         self.terminated = names.pop("terminated", None)
         self.truncated = names.pop("truncated", None)
         self.others = list(names.values())
+        # every leaf of the group: done, terminated, truncated (those present), then the others
+        self.keys: list[NestedKey] = [k for k in (self.done, self.terminated, self.truncated) if k is not None] + self.others
         self.reset_key = from_tuple(prefix + ("_reset",))
         self.shape = shape
         self.event = shape[batch_ndim:]  # the leaves' shape past the env's batch dims
@@ -69,10 +71,6 @@ class _Group:
                 else:
                     value = torch.zeros((*data.batch_size, *self.event), dtype=dtype, device=data.device)
                 fast_set(data, key, value)
-
-    @property
-    def keys(self) -> list[NestedKey]:
-        return [k for k in (self.done, self.terminated, self.truncated) if k is not None] + self.others
 
 
 class DoneStructure:

@@ -59,8 +59,14 @@ def structure_copy(td: TensorDictBase) -> TensorDictBase:
 def merge_structures(sub: TensorDict, extra: TensorDict | None = None) -> TensorDict:
     """A new TensorDict tree over ``sub``'s tensors, plus ``extra``'s entries that ``sub`` lacks (plain
     TensorDicts; neither is modified)."""
-    src = _entry_dict(sub)
-    more = None if extra is None or extra is sub else _entry_dict(extra)
+    src = entries(sub)  # None: fast paths off, read through items()
+    if src is None:
+        src = dict(sub.items())
+    more = None
+    if extra is not None and extra is not sub:
+        more = entries(extra)
+        if more is None:
+            more = dict(extra.items())
     out = {}
     for k, v in src.items():
         if type(v) is TensorDict:
@@ -72,12 +78,6 @@ def merge_structures(sub: TensorDict, extra: TensorDict | None = None) -> Tensor
             if k not in out:
                 out[k] = merge_structures(v) if type(v) is TensorDict else v
     return new_td(out, sub.batch_size, sub.device, convert_dicts=False)
-
-
-def _entry_dict(td: TensorDict) -> dict:
-    """``td``'s top-level entries, to read: its own dict on the fast path, a copy through ``items()`` otherwise."""
-    d = entries(td)
-    return dict(td.items()) if d is None else d
 
 
 def fast_step_mdp(root_entries: dict, next_entries: dict, nxt: TensorDict, take: tuple, drop_root: frozenset) -> TensorDict:

@@ -322,17 +322,18 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         else:  # e.g. an unbatched env stepping a batch of states (TorchRL's gen_params pattern)
             self._check_batch(tensordict, "step")
             actions = self._hot_for(batch).action_shapes
+        src = entries(tensordict)  # read once for the actions and "next" (None: not a plain TensorDict)
         if actions is None or type(tensordict) is not TensorDict:  # heterogeneous actions / lazy stacks
             self._check_actions(tensordict)
         else:  # the usual case: compare against the spec shapes directly
             for key, full_shape in actions:
-                action = fast_get(tensordict, key)
+                action = src.get(key) if src is not None and type(key) is str else fast_get(tensordict, key)
                 if action is None or action.shape != full_shape:
                     self._check_actions(tensordict)  # raises with a full message
         if self._run_type_checks or _check_mode_state["on"]:  # torchrl.set_check_mode / TORCHRL_CHECK_MODE
             self._type_check(tensordict, self.full_action_spec, "step", actions=True)
         next_td = self._step_output(tensordict)
-        existing = fast_get(tensordict, "next")
+        existing = src.get("next") if src is not None else fast_get(tensordict, "next")
         if existing is not None:
             # the policy may have written "next" entries (e.g. recurrent states): keep them, env outputs win
             existing.update(next_td)
@@ -347,8 +348,9 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         next_td = self._step(tensordict)
         if type(next_td) is not TensorDict and not isinstance(next_td, TensorDictBase):
             raise TypeError(f"{type(self).__name__}._step must return a TensorDict, got {type(next_td).__name__}.")
-        self._fix_shapes(next_td)
-        self._hot().done_structure.complete(next_td)
+        plan = self._hot()
+        self._fix_shapes(next_td, plan)
+        plan.done_structure.complete(next_td)
         if self._run_type_checks:
             self._type_check_outputs(next_td)
         return next_td
@@ -400,12 +402,18 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
 
         return self._cached("_reward_done_shapes", compute)
 
-    def _fix_shapes(self, next_td: TensorDictBase) -> None:
-        """Reshapes rewards/dones returned without their trailing singleton dim (e.g. ``[B]`` for ``[B, 1]``)."""
+    def _fix_shapes(self, next_td: TensorDictBase, plan: StepPlan | None = None) -> None:
+        """Reshapes rewards/dones returned without their trailing singleton dim (e.g. ``[B]`` for ``[B, 1]``).
+
+        ``plan`` is :meth:`_hot`'s, when the caller has it (it holds for outputs of the env's batch size)."""
         batch = next_td.batch_size
-        plan = self._hot() if batch == self._batch_size else self._hot_for(batch)
+        if batch != self._batch_size:
+            plan = self._hot_for(batch)
+        elif plan is None:
+            plan = self._hot()
+        src = entries(next_td)
         for key, expected in plan.reward_done_shapes:
-            value = fast_get(next_td, key)
+            value = src.get(key) if src is not None and type(key) is str else fast_get(next_td, key)
             if value is None:
                 continue
             if value.shape != expected:
@@ -548,11 +556,12 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         (and rewards that are also states) are taken from ``"next"``; its other top-level entries (rewards,
         state-only or undeclared entries) stay behind; the root's other entries (the action, state inputs,
         policy outputs) are carried over, rewards and ``"_reset"`` masks aside."""
-        nxt = fast_get(next_tensordict, "next")
-        take, drop_root, flat = self._step_mdp_plan()
-        if flat:
-            root_entries, next_entries = entries(next_tensordict), entries(nxt)
-            if root_entries is not None and next_entries is not None:  # plain TensorDicts, fast paths on
+        root_entries = entries(next_tensordict)  # None: not a plain TensorDict, or fast paths off
+        nxt = root_entries.get("next") if root_entries is not None else fast_get(next_tensordict, "next")
+        take, drop_root, flat = self._spec_cache.get("_step_mdp_plan") or self._step_mdp_plan()
+        if flat and root_entries is not None:
+            next_entries = entries(nxt)
+            if next_entries is not None:  # plain TensorDicts, fast paths on
                 return fast_step_mdp(root_entries, next_entries, nxt, take, drop_root)
         if flat:
             present = list(take)

@@ -222,6 +222,6 @@ class PendulumEnv(EnvBase):
                 "done": torch.zeros_like(self._done_template(batch, th)),
             },
             batch,
-            self.device,
+            self._device,
             convert_dicts=False,
         )
