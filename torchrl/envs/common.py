@@ -32,7 +32,7 @@ from torchrl.envs._env_specs import EnvSpecsMixin
 from torchrl.envs._rollout import rollout as _rollout
 from torchrl.envs._seeding import next_seed
 from torchrl.envs._spec_checks import check_entries
-from torchrl.envs._step_loop import StepPlan
+from torchrl.envs._step_loop import ColumnStepper, RowStepper, StepPlan
 
 __all__ = ["EnvBase", "EnvMetaclass", "register_env_hook"]
 
@@ -615,23 +615,16 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
 
     rand_action.bulk_safe = True  # rollouts may pre-draw these actions (see _rollout._bulk_random_actions)
 
-    def _column_loop(self, policy) -> Any:
-        """A column-wise step loop for this env and ``policy`` (``None``: random actions), or ``None``.
-
-        Envs whose steps can be run without per-step TensorDicts return an object with ``accepts(td)`` and
-        ``run(td, steps, ...)`` (see :class:`torchrl.envs.libs._gym_columns.GymColumns`); rollouts and
-        collectors use it when it applies, and take the generic loop if ``run`` raises the
-        object's ``NotApplicable`` exception (before its first step). The default is ``None``: the generic step loop.
-        """
+    def _column_loop(self, policy) -> ColumnStepper | None:
+        """A column-wise step loop for this env and ``policy`` (``None``: random actions), or ``None`` (the
+        default: the generic step loop). The protocol is :class:`~torchrl.envs._step_loop.ColumnStepper`
+        (documented with the step loop, in :mod:`torchrl.envs._step_loop`)."""
         return None
 
-    def _row_stepper(self, in_keys: list, in_views: list, out_keys: list, out_views: list) -> Any:
-        """A step reading the action from ``in_views`` and writing the outputs into ``out_views`` (a batched
-        env worker's rows of the shared buffers, named by ``in_keys``/``out_keys``), or ``None``.
-
-        Envs that can skip the per-step TensorDict return a no-argument callable that returns the indices of
-        the outputs it did not write (like the worker's own copy); the default is ``None``.
-        """
+    def _row_stepper(self, in_keys: list, in_views: list, out_keys: list, out_views: list) -> RowStepper | None:
+        """One step of a batched-env worker written straight into its shared rows (``in_views``/``out_views``,
+        named by ``in_keys``/``out_keys``), or ``None`` (the default). The protocol is
+        :class:`~torchrl.envs._step_loop.RowStepper` (see :mod:`torchrl.envs._step_loop`)."""
         return None
 
     def _random_action_leaves(self):

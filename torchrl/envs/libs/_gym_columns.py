@@ -5,9 +5,11 @@ and ``step_mdp`` builds the next root TensorDict; the trajectory is stacked at t
 (non-vectorized) gym env driven by random actions or by a plain ``TensorDictModule`` (see
 :func:`torchrl._fast.plain_parts`), all of that can be replaced by appending the step's values to
 Python lists and building each stacked entry once: the loop then costs little more than the raw
-``env.step`` + network loop. :class:`GymColumns` is that loop. It produces exactly the TensorDict the
-generic path produces (same keys, shapes, dtypes and values; ``test/envs/test_gym_columns.py`` compares
-both on the same seeds) and is only used when every condition for that holds:
+``env.step`` + network loop. :class:`GymColumns` is that loop (a
+:class:`~torchrl.envs._step_loop.ColumnStepper`), and :func:`row_stepper` its one-step counterpart for batched-env
+workers (a :class:`~torchrl.envs._step_loop.RowStepper`). It produces exactly the TensorDict the generic path
+produces (same keys, shapes, dtypes and values; ``test/envs/libs/test_gym_columns.py`` compares both on the same
+seeds) and is only used when every condition for that holds (and the fast paths are on):
 
 - the env is a :class:`~torchrl.envs.GymWrapper`/``GymEnv`` itself (no transform, no subclass hook), not
   vectorized, on CPU, without info readers, pixels, frame skip or type checks, and has been validated
