@@ -71,7 +71,8 @@ def test_the_rule():
     selected.select_out_keys("b")
     assert not plain(selected)
     assert not plain(TensorDictModule(_Two(), in_keys=["x", "x"], out_keys=["a", "_"]))
-    assert not plain(TensorDictModule(_linear(), in_keys=["x"], out_keys=["out"]))  # a TensorDict module inside
+    nested = TensorDictModule(_linear(), in_keys=["x"], out_keys=["out"])  # a TensorDict module inside
+    assert plain(nested) and plain_network(nested) is None  # direct calls do what its forward does; losses refuse
     assert not plain(lambda td: td) and not plain(TensorDictSequential(_linear()))
     # hooks: part of plain_parts (a call replacing module(td)), not of plain (replacing forward)
     safe = SafeModule(nn.Linear(3, 2), in_keys=["x"], out_keys=["a"], spec=Bounded(-1.0, 1.0, (2,)), safe=True)
