@@ -182,13 +182,12 @@ class DiscreteSACLoss(TemperatureMixin):
         self._keys_changed()
 
     def _keys_changed(self) -> None:
-        d = self.__dict__
-        d["_head"] = PolicyHead(self.actor_network)
+        self._head = PolicyHead(self.actor_network)
         randomness = "different" if _has_random_module(self.qvalue_network) else "error"
-        d["_default_randomness"] = randomness
-        d["_q"] = QEnsemble(self.qvalue_network, self.tensor_keys.action_value, vmap=not self.deactivate_vmap,
+        self._default_randomness = randomness
+        self._q = QEnsemble(self.qvalue_network, self.tensor_keys.action_value, vmap=not self.deactivate_vmap,
                             randomness=randomness)
-        d["_te_known"] = not math.isnan(float(self._target_entropy))
+        self._te_known = not math.isnan(float(self._target_entropy))
 
     def _in_keys_list(self) -> list:
         k = self.tensor_keys

@@ -140,9 +140,9 @@ class ActorCriticBase(LossModule):
             actor_ids = {id(p) for p in actor_network.parameters()}
             shared = frozenset(id(p) for p in critic_network.parameters() if id(p) in actor_ids)
         else:
-            self.__dict__["critic_network"] = None
+            self.critic_network = None
             self.delay_value = False
-        self.__dict__["_shared_ids"] = shared if self.separate_losses else frozenset()
+        self._shared_ids = shared if self.separate_losses else frozenset()
         k = self.tensor_keys
         if k.action is None:
             k.action = head.sample_keys[0] if len(head.sample_keys) == 1 else list(head.sample_keys)
@@ -166,7 +166,7 @@ class ActorCriticBase(LossModule):
                 name = head_name(key) if isinstance(key, str) else key[:-1] + (head_name(key),)
                 coeff_map[name] = float(value)
             entropy_coeff = None
-        self.__dict__["_entropy_coeff_map"] = coeff_map
+        self._entropy_coeff_map = coeff_map
         self.register_coeff_buffer("entropy_coeff", entropy_coeff)
 
     def _setup_critic(self, critic_coeff, loss_critic_type: str, clip_value, reduction, *,
@@ -183,7 +183,7 @@ class ActorCriticBase(LossModule):
         distance_loss(torch.zeros(1), torch.zeros(1), loss_critic_type)  # validates the name
         self.loss_critic_type = loss_critic_type
         self.clip_value = clip_value
-        self.__dict__["_clip_bounds_value"] = _value_bounds(owner, clip_value)
+        self._clip_bounds_value = _value_bounds(owner, clip_value)
         self.reduction = _check_reduction(owner, reduction)
 
     @property
@@ -191,18 +191,17 @@ class ActorCriticBase(LossModule):
         return self.critic_network is not None and self.critic_coeff is not None
 
     def _keys_changed(self) -> None:
-        d = self.__dict__
-        d["_head"] = PolicyHead(self.actor_network)
+        self._head = PolicyHead(self.actor_network)
         target = self._functionals["actor_network"].target_module
-        d["_target_head"] = PolicyHead(target) if target is not None else None
-        d["_critic"] = (
+        self._target_head = PolicyHead(target) if target is not None else None
+        self._critic = (
             ModuleChain(self.critic_network, detach=self._shared_ids) if self.critic_network is not None else None
         )
-        d["_actions"] = key_list(self.tensor_keys.action)
+        self._actions = key_list(self.tensor_keys.action)
 
     # ---------------------------------------------------------------------------------------- keys
     def _forward_value_estimator_keys(self, **kwargs) -> None:
-        est = self.__dict__.get("_value_estimator")
+        est = self._value_estimator
         if est is None:
             return
         saved = {}
@@ -231,7 +230,7 @@ class ActorCriticBase(LossModule):
             setattr(self._tensor_keys, name, value)
         super().set_keys(**rest)
         if lists and not rest:
-            self.__dict__["_cached_in_keys"] = None
+            self._cached_in_keys = None
             self._keys_changed()
 
     def _in_keys_list(self) -> list:

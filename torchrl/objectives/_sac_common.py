@@ -123,6 +123,9 @@ class QEnsemble:
 class TemperatureMixin(LossModule):
     """The entropy temperature of SAC-style losses (see the module docstring)."""
 
+    _te_known = False  # the target entropy is a number (set by the loss once its spec is read)
+    _warned_scalars = False  # the reduction='none' warning was given
+
     def _setup_alpha(self, *, alpha_init: float, min_alpha, max_alpha, fixed_alpha: bool, target_entropy,
                      auto: float | None, device=None) -> None:
         """``auto``: the automatic target entropy if it is known (``None``: unknown, NaN buffer)."""
@@ -159,7 +162,7 @@ class TemperatureMixin(LossModule):
     @property
     def target_entropy(self) -> torch.Tensor:
         """The target entropy of the temperature loss."""
-        if not self.__dict__.get("_te_known", False) and torch.isnan(self._target_entropy):
+        if not self._te_known and torch.isnan(self._target_entropy):
             raise RuntimeError(
                 f"{type(self).__name__}: cannot infer the dimensionality of the action for the automatic target "
                 "entropy: pass action_spec (or give the actor a spec), or a number as target_entropy."
@@ -201,8 +204,8 @@ class TemperatureMixin(LossModule):
         if mode == "non_tensor":
             for key, value in scalars.items():
                 result.set_non_tensor(key, value.detach())
-        elif mode is None and not self.__dict__.get("_warned_scalars", False):
-            self.__dict__["_warned_scalars"] = True
+        elif mode is None and not self._warned_scalars:
+            self._warned_scalars = True
             warnings.warn(
                 f"{type(self).__name__} with reduction='none' cannot include scalar values ({', '.join(scalars)}) "
                 "in the output TensorDict, whose batch size is the input's: they are left out. Pass "

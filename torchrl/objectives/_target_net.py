@@ -56,7 +56,7 @@ class TargetNetUpdater:
     def _leaves(self) -> tuple[list, list, list, list]:
         """(float sources, float targets, other sources, other targets), read afresh (survives ``.to()``)."""
         fs, ft, os_, ot = [], [], [], []
-        pending = self.loss_module.__dict__.get("_pending_networks")
+        pending = self.loss_module._pending_networks
         for name in self._names:
             if pending is not None and name in pending.entries:
                 continue  # a lazy network not called yet: nothing to update

@@ -101,13 +101,12 @@ class _TwinDelayedBase(LossModule):
         self._keys_changed()
 
     def _keys_changed(self) -> None:
-        d = self.__dict__
         target_actor = self._functionals["actor_network"].target_module
-        d["_actor"] = ModuleRunner(self.actor_network)
-        d["_t_actor"] = ModuleRunner(target_actor or self.actor_network)
+        self._actor = ModuleRunner(self.actor_network)
+        self._t_actor = ModuleRunner(target_actor or self.actor_network)
         randomness = "different" if _has_random_module(self.qvalue_network) else "error"
-        d["_default_randomness"] = randomness
-        d["_ens"] = EnsembleCall(self.qvalue_network, self.tensor_keys.state_action_value,
+        self._default_randomness = randomness
+        self._ens = EnsembleCall(self.qvalue_network, self.tensor_keys.state_action_value,
                                  vmap=not self.deactivate_vmap, randomness=randomness)
 
     def _in_keys_list(self) -> list:

@@ -112,7 +112,7 @@ class A2CLoss(ActorCriticBase):
 
     @out_keys.setter
     def out_keys(self, value) -> None:
-        self.__dict__["_OUT_KEYS"] = list(value)
+        self._OUT_KEYS = list(value)
 
     def _in_keys_list(self) -> list:
         # A2C does not read the collection log-probability (TorchRL leaves it out too)

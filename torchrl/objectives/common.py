@@ -108,17 +108,17 @@ class LossModule(TensorDictModuleBase):
 
     def __init__(self) -> None:
         super().__init__()
-        d = self.__dict__
-        d["_functionals"] = {}
-        d["_has_update_associated"] = {}
-        d["_value_estimator"] = None
-        d["value_type"] = None
-        d["_tensor_keys"] = self._AcceptedKeys()
-        d["_cached_in_keys"] = None
-        d["_vmap_randomness"] = None
-        d["_estimator_defaults"] = {}
-        d["_loss_mask_key"] = None
-        d["_warn_target"] = False
+        self._functionals = {}
+        self._has_update_associated = {}
+        self._value_estimator = None
+        self.value_type = None
+        self._tensor_keys = self._AcceptedKeys()
+        self._cached_in_keys = None
+        self._vmap_randomness = None
+        self._estimator_defaults = {}
+        self._loss_mask_key = None
+        self._warn_target = False
+        self._pending_networks = None  # lazy networks waiting for their first call (see _lazy.py)
         # state dicts use TorchRL's names for the networks (see _state_renames)
         self.register_state_dict_post_hook(LossModule._save_hook)
         self.register_load_state_dict_pre_hook(LossModule._load_hook)
@@ -126,11 +126,11 @@ class LossModule(TensorDictModuleBase):
     # ------------------------------------------------------------------------------------ attributes
     def __setattr__(self, name: str, value) -> None:
         if name in ("_value_estimator", "value_estimator"):
-            self.__dict__["_value_estimator"] = value  # not a submodule: its networks are the loss's own
+            object.__setattr__(self, "_value_estimator", value)  # not a submodule: its networks are the loss's own
             if value is not None and name == "value_estimator":
                 self._forward_value_estimator_keys()
             return
-        buffers = self.__dict__.get("_buffers")
+        buffers = getattr(self, "_buffers", None)  # None before nn.Module.__init__ (a subclass's early setting)
         if buffers is not None and name in buffers and isinstance(value, (int, float)) and buffers[name] is not None:
             buffers[name].fill_(value)  # scalar assignment to a coefficient buffer
             return
@@ -164,7 +164,7 @@ class LossModule(TensorDictModuleBase):
         for name, key in kwargs.items():
             setattr(self._tensor_keys, name, unravel_key(key))
         self._forward_value_estimator_keys(**kwargs)
-        self.__dict__["_cached_in_keys"] = None
+        self._cached_in_keys = None
         self._keys_changed()
 
     def _keys_changed(self) -> None:
@@ -172,7 +172,7 @@ class LossModule(TensorDictModuleBase):
 
     def _forward_value_estimator_keys(self, **kwargs) -> None:
         """Sends the loss's keys shared with the value estimator (same name, or ``_estimator_key_map``)."""
-        est = self.__dict__.get("_value_estimator")
+        est = self._value_estimator
         if est is None:
             return
         est_fields = {f.name for f in dataclasses.fields(est.tensor_keys)}
@@ -186,19 +186,19 @@ class LossModule(TensorDictModuleBase):
     @property
     def in_keys(self):
         """Every entry the loss reads (computed once, reset by :meth:`set_keys`)."""
-        keys = self.__dict__["_cached_in_keys"]
+        keys = self._cached_in_keys
         if keys is None:
             keys = []
             for k in self._in_keys_list():
                 k = unravel_key(k)
                 if k not in keys:
                     keys.append(k)
-            self.__dict__["_cached_in_keys"] = keys
+            self._cached_in_keys = keys
         return keys
 
     @in_keys.setter
     def in_keys(self, value) -> None:
-        self.__dict__["_cached_in_keys"] = [unravel_key(k) for k in value]
+        self._cached_in_keys = [unravel_key(k) for k in value]
 
     def _in_keys_list(self) -> list:
         return list(self._key_table().values())
@@ -210,7 +210,7 @@ class LossModule(TensorDictModuleBase):
 
     @out_keys.setter
     def out_keys(self, value) -> None:
-        self.__dict__["_OUT_KEYS"] = list(value)
+        self._OUT_KEYS = list(value)
 
     def _missing(self, key) -> KeyError:
         """The error for an entry absent from the input: names it, the key table and the remedy."""
@@ -254,7 +254,7 @@ class LossModule(TensorDictModuleBase):
 
     @loss_mask_key.setter
     def loss_mask_key(self, value) -> None:
-        self.__dict__["_loss_mask_key"] = value if value in (None, "auto") else unravel_key(value)
+        self._loss_mask_key = value if value in (None, "auto") else unravel_key(value)
 
     def _loss_mask(self, td: TensorDictBase):
         key = self._loss_mask_key
@@ -320,14 +320,14 @@ class LossModule(TensorDictModuleBase):
             modules = list(module) if isinstance(module, (list, tuple, nn.ModuleList)) else [module]
             params = stack_module_params(modules, expand_dim, compare_against)
             nn.Module.__setattr__(self, f"{module_name}_params", params)
-            self.__dict__[module_name] = modules[0]  # template run with the stacked parameters
+            object.__setattr__(self, module_name, modules[0])  # not a submodule: the template run with the stacked parameters
             if create_target_params:
                 target = TensorDictParams(params.data.clone(), no_convert=True)
                 nn.Module.__setattr__(self, f"target_{module_name}_params", target)
             self._functionals[module_name] = _Functional(modules[0], expand_dim, None)
         if create_target_params:
             self._has_update_associated[module_name] = False
-            self.__dict__["_warn_target"] = True
+            self._warn_target = True
         self._link(module_name, create_target_params)
 
     def _defer(self, module, modules: list, name: str, expand_dim, create_target_params: bool, compare_against) -> None:
@@ -337,20 +337,20 @@ class LossModule(TensorDictModuleBase):
                 raise ValueError(f"{type(self).__name__}: pass expand_dim to register a list of networks.")
             nn.Module.__setattr__(self, name, module)
         else:
-            self.__dict__[name] = modules[0]
+            object.__setattr__(self, name, modules[0])  # not a submodule (see convert_to_functional)
         holders = self._pending.add(self, name, modules, expand_dim, create_target_params, compare_against)
         if holders:  # the ensemble's trainable parameters, materialised in place later
             nn.Module.__setattr__(self, f"_lazy_{name}_params", nn.ParameterList(holders))
         self._functionals[name] = _Functional(modules[0], expand_dim, None)
         if create_target_params:
             self._has_update_associated[name] = False
-            self.__dict__["_warn_target"] = True
+            self._warn_target = True
 
     def _complete_registration(self, name: str, entry) -> None:
         """Registers a deferred network now that its parameters exist, then refreshes what depends on it."""
         del self._functionals[name]
         updated = self._has_update_associated.pop(name, False)  # an updater may already be attached
-        warn = self.__dict__["_warn_target"]
+        warn = self._warn_target
         modules = entry.modules
         module = modules[0] if entry.expand_dim is None else modules
         self.convert_to_functional(module, name, expand_dim=entry.expand_dim,
@@ -358,39 +358,40 @@ class LossModule(TensorDictModuleBase):
                                    compare_against=entry.compare_against)
         if entry.create_target_params:
             self._has_update_associated[name] = updated
-            self.__dict__["_warn_target"] = warn
+            self._warn_target = warn
         if entry.placeholders:
             adopt_placeholders(getattr(self, f"{name}_params"), entry.placeholders)
             delattr(self, f"_lazy_{name}_params")
             self._link(name)
-        self.__dict__["_cached_in_keys"] = None
+        self._cached_in_keys = None
         self._keys_changed()
 
     @property
     def _pending(self) -> PendingNetworks:
-        pending = self.__dict__.get("_pending_networks")
-        if pending is None:
-            pending = self.__dict__["_pending_networks"] = PendingNetworks()
-        return pending
+        if self._pending_networks is None:
+            self._pending_networks = PendingNetworks()
+        return self._pending_networks
 
     def _link(self, name: str, has_target: bool | None = None) -> None:
         """(Re)builds the TensorDict views of a network's parameters (after construction or ``.to()``)."""
         info = self._functionals[name]
-        d = self.__dict__
+        # views, not submodules: object.__setattr__ keeps nn.Module from registering them a second time
         if has_target is None:
             has_target = name in self._has_update_associated
         if info.expand_dim is None:
-            d[f"{name}_params"] = TensorDict.from_module(info.module, as_module=True)
+            object.__setattr__(self, f"{name}_params", TensorDict.from_module(info.module, as_module=True))
             if info.target_module is not None:
-                d[f"target_{name}_params"] = TensorDict.from_module(info.target_module, as_module=True)
+                object.__setattr__(
+                    self, f"target_{name}_params", TensorDict.from_module(info.target_module, as_module=True)
+                )
         params = getattr(self, f"{name}_params")
         if not has_target:
-            d[f"target_{name}_params"] = params.detach()
+            object.__setattr__(self, f"target_{name}_params", params.detach())
 
     def _target_pairs(self) -> list[tuple[str, TensorDictBase | None, TensorDictBase | None]]:
         """``(name, params, target params)`` of the networks with targets (``None``s while a lazy network
         waits for its first call)."""
-        pending = self.__dict__.get("_pending_networks")
+        pending = self._pending_networks
         return [
             (name, None, None) if pending is not None and name in pending.entries
             else (name, getattr(self, f"{name}_params"), getattr(self, f"target_{name}_params"))
@@ -398,7 +399,7 @@ class LossModule(TensorDictModuleBase):
         ]
 
     def _target_warning(self) -> None:
-        self.__dict__["_warn_target"] = False
+        self._warn_target = False
         if not all(self._has_update_associated.values()):
             warnings.warn(self.TARGET_NET_WARNING, UserWarning, stacklevel=3)
 
@@ -406,7 +407,7 @@ class LossModule(TensorDictModuleBase):
         out = super()._apply(fn, recurse)
         for name in self._functionals:
             self._link(name)
-        est = self.__dict__.get("_value_estimator")
+        est = self._value_estimator
         if est is not None:
             est._apply(fn, recurse)
         return out
@@ -464,7 +465,7 @@ class LossModule(TensorDictModuleBase):
                 if key.startswith(prefix):
                     key = prefix + module._rename(key[len(prefix):], renames)
                 state_dict[key] = value
-        est = module.__dict__.get("_value_estimator")
+        est = module._value_estimator
         if est is not None:  # the estimator's coefficients (gamma, lmbda, ...), as TorchRL saves them
             for name, buf in est._buffers.items():
                 if buf is not None:
@@ -478,7 +479,7 @@ class LossModule(TensorDictModuleBase):
             if ours != key:
                 state_dict[ours] = state_dict.pop(key)
         est_prefix = f"{prefix}_value_estimator."
-        est = module.__dict__.get("_value_estimator")
+        est = module._value_estimator
         for key in [k for k in state_dict if k.startswith(est_prefix)]:
             value = state_dict.pop(key)
             name = key[len(est_prefix):]
@@ -565,7 +566,7 @@ class LossModule(TensorDictModuleBase):
         """Sets the ``randomness`` of the vmapped ensemble calls (``"error"``, ``"same"``, ``"different"``)."""
         if value not in ("error", "same", "different"):
             raise ValueError(f"vmap randomness must be 'error', 'same' or 'different', got {value!r}.")
-        self.__dict__["_vmap_randomness"] = value
+        self._vmap_randomness = value
 
     # ---------------------------------------------------------------------------- value estimators
     @property

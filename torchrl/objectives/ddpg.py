@@ -104,16 +104,15 @@ class DDPGLoss(LossModule):
         self.reduction = _check_reduction("DDPGLoss", reduction)
         self.use_prioritized_weights = use_prioritized_weights
         actor_ids = {id(p) for p in actor_network.parameters()}
-        self.__dict__["_shared"] = [p for p in value_network.parameters() if id(p) in actor_ids]
+        self._shared = [p for p in value_network.parameters() if id(p) in actor_ids]
         self._keys_changed()
 
     def _keys_changed(self) -> None:
         f = self._functionals
-        d = self.__dict__
-        d["_actor"] = ModuleRunner(self.actor_network)
-        d["_critic"] = ModuleRunner(self.value_network)
-        d["_t_actor"] = ModuleRunner(f["actor_network"].target_module or self.actor_network)
-        d["_t_critic"] = ModuleRunner(f["value_network"].target_module or self.value_network)
+        self._actor = ModuleRunner(self.actor_network)
+        self._critic = ModuleRunner(self.value_network)
+        self._t_actor = ModuleRunner(f["actor_network"].target_module or self.actor_network)
+        self._t_critic = ModuleRunner(f["value_network"].target_module or self.value_network)
 
     def _in_keys_list(self) -> list:
         # as TorchRL: the actor's and critic's inputs now and at "next" (the critic's action included), the

@@ -200,7 +200,7 @@ class DQNLoss(LossModule):
             in_keys = list(producer.in_keys)
             next_keys = [unravel_key(("next", k)) for k in in_keys]
             fast = (q, tq, in_keys, next_keys, list(producer.out_keys).index(self.tensor_keys.action_value))
-        self.__dict__["_fast"] = fast
+        self._fast = fast
 
     def _in_keys_list(self) -> list:
         k = self.tensor_keys
@@ -214,7 +214,7 @@ class DQNLoss(LossModule):
         return {"value_network": self.value_network}
 
     def _forward_value_estimator_keys(self, **kwargs) -> None:
-        est = self.__dict__.get("_value_estimator")
+        est = self._value_estimator
         if est is not None:
             k = self.tensor_keys
             est.set_keys(
@@ -414,7 +414,7 @@ class DistributionalDQNLoss(LossModule):
                 "distribution); use a DistributionalQValueActor or set `value_network.support`."
             )
         # the atoms are read from the network (as TorchRL, the loss saves none of its own); gamma is a buffer
-        self.__dict__["_support_owner"] = owners[0]
+        self._support_owner = owners[0]
         self.register_buffer("gamma", torch.tensor(float(gamma)))
         self.delay_value = bool(delay_value)
         self.convert_to_functional(value_network, "value_network", create_target_params=self.delay_value)

@@ -146,7 +146,7 @@ class PPOLoss(ActorCriticBase):
         if max_importance_ratio is not None and not max_importance_ratio > 0:
             raise ValueError(f"{type(self).__name__}: max_importance_ratio must be positive, got {max_importance_ratio}.")
         self.max_importance_ratio = max_importance_ratio
-        self.__dict__["_log_ratio_cap"] = None if max_importance_ratio is None else math.log(max_importance_ratio)
+        self._log_ratio_cap = None if max_importance_ratio is None else math.log(max_importance_ratio)
         if device is not None:
             self.to(device)
         if legacy:
@@ -169,7 +169,7 @@ class PPOLoss(ActorCriticBase):
 
     @out_keys.setter
     def out_keys(self, value) -> None:
-        self.__dict__["_OUT_KEYS"] = list(value)
+        self._OUT_KEYS = list(value)
 
     def _extra_out_keys(self) -> list:
         return []
@@ -321,7 +321,7 @@ class ClipPPOLoss(PPOLoss):
             raise ValueError(
                 f"ClipPPOLoss: clip_epsilon must be in (0, 1) (or a pair (low in (0, 1), high > 0)), got {clip_epsilon!r}."
             )
-        self.__dict__["_eps"] = (lo, hi)
+        self._eps = (lo, hi)
         super().__init__(
             actor_network, critic_network, entropy_bonus=entropy_bonus, samples_mc_entropy=samples_mc_entropy,
             entropy_coeff=entropy_coeff, critic_coeff=critic_coeff, loss_critic_type=loss_critic_type,
@@ -331,7 +331,7 @@ class ClipPPOLoss(PPOLoss):
             delay_actor=delay_actor, max_importance_ratio=max_importance_ratio, device=device, **kwargs,
         )
         self.register_buffer("clip_epsilon", torch.tensor(hi if lo == hi else (lo, hi), device=device))
-        self.__dict__["_clip_bounds"] = (math.log1p(-lo), math.log1p(hi))
+        self._clip_bounds = (math.log1p(-lo), math.log1p(hi))
 
     def _value_clip(self, clip_value):
         if clip_value is True:

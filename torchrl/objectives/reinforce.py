@@ -99,7 +99,7 @@ class ReinforceLoss(ActorCriticBase):
 
     @out_keys.setter
     def out_keys(self, value) -> None:
-        self.__dict__["_OUT_KEYS"] = list(value)
+        self._OUT_KEYS = list(value)
 
     def _in_keys_list(self) -> list:
         k = self.tensor_keys

@@ -168,9 +168,9 @@ class SACLoss(TemperatureMixin):
             shared = [p for p in value_network.parameters() if id(p) in ids]
         else:
             self.delay_value = False
-            self.__dict__["value_network"] = None
+            self.value_network = None
             shared = []
-        self.__dict__["_value_shared"] = frozenset(map(id, shared)) if self.separate_losses else frozenset()
+        self._value_shared = frozenset(map(id, shared)) if self.separate_losses else frozenset()
         nets = list(qvalue_network) if isinstance(qvalue_network, (list, tuple)) else [qvalue_network]
         self.num_qvalue_nets = len(nets) if len(nets) > 1 else num_qvalue_nets
         compare = actor_params + (list(value_network.parameters()) if value_network is not None else [])
@@ -197,20 +197,19 @@ class SACLoss(TemperatureMixin):
 
     # ------------------------------------------------------------------------------------- wiring
     def _keys_changed(self) -> None:
-        d = self.__dict__
         k = self.tensor_keys
-        d["_head"] = PolicyHead(self.actor_network)
+        self._head = PolicyHead(self.actor_network)
         target_actor = self._functionals["actor_network"].target_module
-        d["_next_head"] = PolicyHead(target_actor) if target_actor is not None else d["_head"]
+        self._next_head = PolicyHead(target_actor) if target_actor is not None else self._head
         randomness = "different" if _has_random_module(self.qvalue_network) else "error"
-        d["_default_randomness"] = randomness
-        d["_q"] = QEnsemble(self.qvalue_network, k.state_action_value, vmap=not self.deactivate_vmap,
+        self._default_randomness = randomness
+        self._q = QEnsemble(self.qvalue_network, k.state_action_value, vmap=not self.deactivate_vmap,
                             randomness=randomness)
         if self.value_network is not None:
-            d["_v"] = ModuleChain(self.value_network, detach=self._value_shared)
+            self._v = ModuleChain(self.value_network, detach=self._value_shared)
             target = self._functionals["value_network"].target_module
-            d["_target_v"] = ModuleChain(target) if target is not None else d["_v"]
-        d["_te_known"] = not math.isnan(float(self._target_entropy))
+            self._target_v = ModuleChain(target) if target is not None else self._v
+        self._te_known = not math.isnan(float(self._target_entropy))
 
     def _in_keys_list(self) -> list:
         k = self.tensor_keys
@@ -244,7 +243,7 @@ class SACLoss(TemperatureMixin):
 
     @out_keys.setter
     def out_keys(self, value) -> None:
-        self.__dict__["_OUT_KEYS"] = list(value)
+        self._OUT_KEYS = list(value)
 
     def make_value_estimator(self, value_type: ValueEstimators = None, **hyperparams):
         """Builds the value estimator (TD0 default; TD1 and TDLambda supported)."""
@@ -257,7 +256,7 @@ class SACLoss(TemperatureMixin):
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False):
         """Loads a state dict (a target entropy inferred by the other loss comes along)."""
         out = super().load_state_dict(state_dict, strict=strict, assign=assign)
-        self.__dict__["_te_known"] = not math.isnan(float(self._target_entropy))
+        self._te_known = not math.isnan(float(self._target_entropy))
         return out
 
     # ------------------------------------------------------------------------------------ pieces

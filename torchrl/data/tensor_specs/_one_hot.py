@@ -53,6 +53,7 @@ class OneHot(TensorSpec):
     """
 
     _feature_ndim = 1
+    _eye = None  # the identity matrix cached by _identity
 
     def __init__(
         self,
@@ -107,10 +108,10 @@ class OneHot(TensorSpec):
         return _one_hot(idx, n, self.dtype)
 
     def _identity(self) -> torch.Tensor:
-        eye = self.__dict__.get("_eye")
+        eye = self._eye
         if eye is None or eye.dtype != self.dtype or eye.device != (self._device or eye.device):
             eye = torch.eye(self.space.n, dtype=self.dtype, device=self._device)
-            self.__dict__["_eye"] = eye
+            self._eye = eye
         return eye
 
     def is_in(self, val: torch.Tensor) -> bool:

@@ -35,6 +35,8 @@ class FasterTransformedDistribution(D.TransformedDistribution):
     """
 
     _validate_args = False
+    _base_dist = None  # built on first use (see base_dist)
+    _transforms = None  # built on first use (see transforms)
 
     def _make_base_dist(self) -> D.Distribution:
         raise NotImplementedError(f"{type(self).__name__} must implement _make_base_dist.")
@@ -44,29 +46,27 @@ class FasterTransformedDistribution(D.TransformedDistribution):
 
     @property
     def base_dist(self) -> D.Distribution:
-        base = self.__dict__.get("_base_dist")
-        if base is None:
-            base = self.__dict__["_base_dist"] = self._make_base_dist()
-        return base
+        if self._base_dist is None:
+            self._base_dist = self._make_base_dist()
+        return self._base_dist
 
     @base_dist.setter
     def base_dist(self, value: D.Distribution) -> None:
-        self.__dict__["_base_dist"] = value
+        self._base_dist = value
 
     @property
     def transforms(self) -> list[D.Transform]:
-        transforms = self.__dict__.get("_transforms")
-        if transforms is None:
-            transforms = self.__dict__["_transforms"] = self._make_transforms()
-        return transforms
+        if self._transforms is None:
+            self._transforms = self._make_transforms()
+        return self._transforms
 
     @transforms.setter
     def transforms(self, value: list[D.Transform]) -> None:
-        self.__dict__["_transforms"] = value
+        self._transforms = value
 
     def _reset_lazy(self) -> None:
-        self.__dict__.pop("_base_dist", None)
-        self.__dict__.pop("_transforms", None)
+        self._base_dist = None
+        self._transforms = None
 
 
 def safetanh(x: torch.Tensor, eps: float | None = None) -> torch.Tensor:

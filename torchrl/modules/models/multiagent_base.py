@@ -121,8 +121,8 @@ class MultiAgentNetBase(nn.Module):
         stacked = TensorDict.from_modules(*nets, as_module=True)
         template = copy.deepcopy(nets[0]).to("meta")
         template.train(self.training)
-        self.__dict__["_empty_net"] = template
-        self.__dict__["_plan"] = _linear_plan(template)
+        object.__setattr__(self, "_empty_net", template)  # not a submodule (it holds no tensors)
+        self._plan = _linear_plan(template)
         if self.use_td_params:
             self._params = stacked
         else:
@@ -218,7 +218,7 @@ class MultiAgentNetBase(nn.Module):
 
     def train(self, mode: bool = True):
         super().train(mode)
-        template = self.__dict__.get("_empty_net")
+        template = self._empty_net
         if template is not None:  # not a registered submodule (it holds no tensors)
             template.train(mode)
         return self

@@ -54,6 +54,8 @@ class RecurrentModuleBase(TensorDictModuleBase):
 
     _STATE_NAMES: tuple[str, ...] = ()
     _RNN_ATTR = ""
+    _compiled_scan = None  # torch.compile'd scan, built on first use
+    _next_names = None  # plain names of the next-state keys under "next" (None for deeper keys); see _write_next
 
     # -- construction -------------------------------------------------------------------------------------
     def _setup_keys(self, in_key, in_keys, out_key, out_keys) -> None:
@@ -249,10 +251,9 @@ class RecurrentModuleBase(TensorDictModuleBase):
             return scan_run(rnn, x, h_init, c_init, starts, dtype=dtype)
         if backend == "pad":
             return padded_run(rnn, x, h_init, c_init, starts, dtype=dtype)
-        compiled = self.__dict__.get("_compiled_scan")
-        if compiled is None:
-            compiled = self.__dict__["_compiled_scan"] = torch.compile(scan_run, dynamic=True)
-        return compiled(rnn, x, h_init, c_init, starts, dtype=dtype)
+        if self._compiled_scan is None:
+            self._compiled_scan = torch.compile(scan_run, dynamic=True)
+        return self._compiled_scan(rnn, x, h_init, c_init, starts, dtype=dtype)
 
     def _step(self, x, states, dtype):
         """One step for ``x [N, F]``; ``states``: list of ``[N, L, H]`` (or None). Returns output and states."""
@@ -304,10 +305,9 @@ class RecurrentModuleBase(TensorDictModuleBase):
 
     def _write_next(self, tensordict: TensorDictBase, values: list[torch.Tensor]) -> None:
         """Writes the next states; plain ``("next", name)`` keys go straight into the ``"next"`` TensorDict."""
-        names = self.__dict__.get("_next_names")
+        names = self._next_names
         if names is None:
-            names = [k[1] if len(k) == 2 else None for k in self._next_state_keys]
-            self.__dict__["_next_names"] = names
+            names = self._next_names = [k[1] if len(k) == 2 else None for k in self._next_state_keys]
         if type(tensordict) is TensorDict and None not in names:
             nxt = fast_get(tensordict, "next")
             if nxt is None:

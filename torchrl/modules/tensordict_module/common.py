@@ -88,6 +88,11 @@ def _safe_hook(module, args, output):
 class _SpecMixin:
     """``spec``/``safe`` handling shared by ``SafeModule`` and ``SafeProbabilisticModule``."""
 
+    _spec = None  # the output Composite (see register_spec)
+    safe = False
+    _safe_leaves: list = []  # (key, leaf spec) pairs projected by the safe hook
+    _safe_handle = None  # the safe hook's handle
+
     def _spec_keys(self) -> list[NestedKey]:
         return list(self.out_keys)
 
@@ -105,23 +110,21 @@ class _SpecMixin:
                 f"{name}(spec=None, safe=True) is not a valid configuration: safe=True projects outputs onto "
                 f"their spec, so pass a spec for at least one of {self._spec_keys()}."
             )
-        self.__dict__["_spec"] = composite
-        self.__dict__["safe"] = bool(safe)
-        self.__dict__["_safe_leaves"] = leaves
-        handle = self.__dict__.pop("_safe_handle", None)
-        if handle is not None:
-            handle.remove()
-        if safe:
-            self.__dict__["_safe_handle"] = self.register_forward_hook(_safe_hook)
+        self._spec = composite
+        self.safe = bool(safe)
+        self._safe_leaves = leaves
+        if self._safe_handle is not None:
+            self._safe_handle.remove()
+        self._safe_handle = self.register_forward_hook(_safe_hook) if safe else None
 
     @property
     def spec(self) -> Composite:
         """The output spec (a Composite keyed by output key; unknown outputs map to ``None``)."""
-        return self.__dict__.get("_spec")
+        return self._spec
 
     @spec.setter
     def spec(self, spec: TensorSpec | None) -> None:
-        self.register_spec(safe=self.__dict__.get("safe", False), spec=spec)
+        self.register_spec(safe=self.safe, spec=spec)
 
     def random(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Writes a random value (drawn from the spec) for every output that has a spec."""
@@ -140,7 +143,7 @@ class _SpecMixin:
             args = (dest, *args)
         out = super().to(*args, **kwargs)
         device = torch._C._nn._parse_to(*args, **kwargs)[0]
-        spec = self.__dict__.get("_spec")
+        spec = self._spec
         if spec is not None and device is not None:
             self.register_spec(safe=self.safe, spec=spec.to(device))
         return out

@@ -55,8 +55,10 @@ class _ExplorationBase(TensorDictModuleBase):
     @property
     def spec(self) -> TensorSpec | None:
         """The action spec (the leaf at ``action_key`` when a Composite was given)."""
-        return self.__dict__.get("_spec")
+        return self._spec
 
+    _spec = None  # the action spec (see spec)
+    _device = None  # the device the spec is moved to
     _keeps_composite_without_action = False  # OU (as in TorchRL): a Composite without the key is kept as is
 
     @spec.setter
@@ -73,10 +75,10 @@ class _ExplorationBase(TensorDictModuleBase):
             spec = leaf
         elif spec is not None and not isinstance(spec, TensorSpec):
             raise TypeError(f"{type(self).__name__}: spec must be a TensorSpec, got {type(spec).__name__}.")
-        device = self.__dict__.get("_device")
+        device = self._device
         if spec is not None and device is not None:
             spec = spec.to(device)
-        self.__dict__["_spec"] = spec
+        self._spec = spec
 
     def _anneal(self, name: str, init_name: str, end_name: str, frames: int) -> None:
         value, init, end = getattr(self, name), getattr(self, init_name), getattr(self, end_name)
@@ -151,7 +153,7 @@ class EGreedyModule(_ExplorationBase):
             raise ValueError(f"EGreedyModule: annealing_num_steps must be positive, got {annealing_num_steps}.")
         self._init_keys("action" if action_key is None else action_key, [action_mask_key] if action_mask_key else [], [])
         self.action_mask_key = unravel_key(action_mask_key) if action_mask_key is not None else None
-        self.__dict__["_device"] = torch.device(device) if device is not None else None
+        self._device = torch.device(device) if device is not None else None
         self.register_buffer("eps_init", torch.tensor(float(eps_init), device=device))
         self.register_buffer("eps_end", torch.tensor(float(eps_end), device=device))
         self.register_buffer("eps", torch.tensor(float(eps_init), device=device))
@@ -246,7 +248,7 @@ class AdditiveGaussianModule(_ExplorationBase):
         if annealing_num_steps <= 0:
             raise ValueError(f"AdditiveGaussianModule: annealing_num_steps must be positive, got {annealing_num_steps}.")
         self._init_keys("action" if action_key is None else action_key, [], [])
-        self.__dict__["_device"] = torch.device(device) if device is not None else None
+        self._device = torch.device(device) if device is not None else None
         self.register_buffer("sigma_init", torch.tensor(float(sigma_init), device=device))
         self.register_buffer("sigma_end", torch.tensor(float(sigma_end), device=device))
         self.register_buffer("sigma", torch.tensor(float(sigma_init), device=device))
@@ -344,7 +346,7 @@ class OrnsteinUhlenbeckProcessModule(_ExplorationBase):
         self.is_init_key = unravel_key(is_init_key)
         # TorchRL lists the action only as input (the episode-start flag is read when present)
         self._init_keys(action_key, [], [self.noise_key, self.steps_key])
-        self.__dict__["_device"] = torch.device(device) if device is not None else None
+        self._device = torch.device(device) if device is not None else None
         self.register_buffer("eps_init", torch.tensor(float(eps_init), device=device))
         self.register_buffer("eps_end", torch.tensor(float(eps_end), device=device))
         self.register_buffer("eps", torch.tensor(float(eps_init), device=device))

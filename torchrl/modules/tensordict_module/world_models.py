@@ -89,8 +89,8 @@ class WorldModel(TensorDictModuleBase):
         heads = [dynamics, reward_head] + ([done_head] if done_head is not None else [])
         parts = [encoder, *heads] + ([decoder] if decoder is not None else [])
         # kept out of ``_modules``: they only reorder the submodules above (no duplicate state-dict entries)
-        self.__dict__["_step_module"] = TensorDictSequential(*heads)
-        self.__dict__["_full"] = TensorDictSequential(*parts)
+        object.__setattr__(self, "_step_module", TensorDictSequential(*heads))
+        object.__setattr__(self, "_full", TensorDictSequential(*parts))
         self.in_keys = self._full.in_keys
         self.out_keys = self._full.out_keys
 

@@ -118,6 +118,8 @@ class ValueEstimatorBase(TensorDictModuleBase):
     ):
         super().__init__()
         name = type(self).__name__
+        self._next_keys_cache = None  # ("next", reward), ("next", done), ("next", terminated); see _next_keys
+        self._host_scalars = {}  # see _host_scalar
         self._tensor_keys = self._AcceptedKeys()
         self.value_network = value_network
         self.shifted = bool(shifted)
@@ -174,7 +176,7 @@ class ValueEstimatorBase(TensorDictModuleBase):
             if key is None:
                 raise ValueError(f"{type(self).__name__}.set_keys: the key for {name!r} cannot be None.")
             setattr(self._tensor_keys, name, unravel_key(key))
-        self.__dict__["_next_keys_cache"] = None
+        self._next_keys_cache = None
 
     advantage_key = property(lambda self: self._tensor_keys.advantage, doc="Key of the advantage output.")
     value_target_key = property(lambda self: self._tensor_keys.value_target, doc="Key of the value target.")
@@ -274,11 +276,11 @@ class ValueEstimatorBase(TensorDictModuleBase):
 
     def _next_keys(self) -> tuple:
         """``("next", reward)``, ``("next", done)``, ``("next", terminated)``, cached until :meth:`set_keys`."""
-        keys = self.__dict__.get("_next_keys_cache")
+        keys = self._next_keys_cache
         if keys is None:
             k = self._tensor_keys
             keys = tuple(("next",) + _as_tuple(key) for key in (k.reward, k.done, k.terminated))
-            self.__dict__["_next_keys_cache"] = keys
+            self._next_keys_cache = keys
         return keys
 
     def _signals(self, td: TensorDictBase, like: torch.Tensor):
@@ -307,13 +309,13 @@ class ValueEstimatorBase(TensorDictModuleBase):
         if torch.compiler.is_compiling():
             return None
         t = self._buffers[name]
-        hit = self.__dict__.get("_host_scalars", {}).get(name)
+        hit = self._host_scalars.get(name)
         if hit is not None and hit[0] is t and hit[1] == t._version and hit[2] == dtype and not t.requires_grad:
             return hit[3]
         value = None
         if t.ndim == 0 and t.dtype == dtype and t.device.type == "cpu" and not t.requires_grad:
             value = t.item()
-        self.__dict__.setdefault("_host_scalars", {})[name] = (t, t._version, dtype, value)
+        self._host_scalars[name] = (t, t._version, dtype, value)
         return value
 
     def _align_signals(self, like, reward, done, terminated):

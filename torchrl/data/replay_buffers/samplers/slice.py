@@ -92,6 +92,8 @@ class SliceSampler(Sampler):
     """
 
     _fixed_needs_cache = True  # ends=/trajectories= need cache_values=True (not for the without-replacement one)
+    _valid_cache = None  # (table, seq_len, valid), see _valid_trajectories
+    _pattern = None  # (key, steps, first, last), see _exact_slices
 
     def __new__(cls, *args, replacement: bool = True, **kwargs):
         if not replacement and cls is SliceSampler:
@@ -247,7 +249,7 @@ class SliceSampler(Sampler):
 
     # ------------------------------------------------------------------ sampling
     def _valid_trajectories(self, table: TrajectoryTable, seq_len: int) -> torch.Tensor:
-        cached = self.__dict__.get("_valid_cache")
+        cached = self._valid_cache
         if cached is not None and cached[0] is table and cached[1] == seq_len:
             return cached[2]
         if self.strict_length:
@@ -295,7 +297,7 @@ class SliceSampler(Sampler):
         """``_slices`` for full-length slices of a 1-d storage (the common case), with fewer operations."""
         num_slices = traj.numel()
         key = (num_slices, seq_len, offset.device)
-        cached = self.__dict__.get("_pattern")
+        cached = self._pattern
         if cached is None or cached[0] != key:
             steps = torch.arange(seq_len, device=offset.device)
             first = torch.zeros(num_slices, seq_len, dtype=torch.bool, device=offset.device)

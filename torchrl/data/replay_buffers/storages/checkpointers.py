@@ -42,9 +42,11 @@ class StorageCheckpointerBase:
         self._hooks("_load_hooks").append(hook)
 
     def _hooks(self, name: str) -> list[Callable]:
-        if name not in self.__dict__:
-            self.__dict__[name] = []
-        return self.__dict__[name]
+        hooks = getattr(self, name, None)
+        if hooks is None:
+            hooks = []
+            setattr(self, name, hooks)
+        return hooks
 
     def dumps(self, storage, path):
         raise RuntimeError(
