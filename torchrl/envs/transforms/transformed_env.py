@@ -212,7 +212,7 @@ class TransformedEnv(EnvBase):
         next_td = self._step(tensordict)
         if type(next_td) is not TensorDict and not isinstance(next_td, TensorDictBase):
             raise TypeError(f"{type(self).__name__}._step must return a TensorDict, got {type(next_td).__name__}.")
-        self._hot()[2].complete(next_td)
+        self._hot().done_structure.complete(next_td)
         if self._run_type_checks:
             self._type_check_outputs(next_td)
         return next_td
@@ -251,7 +251,7 @@ class TransformedEnv(EnvBase):
                     f"transform_observation_spec (or transform_output_spec / transform_state_spec)."
                 )
 
-    def _fix_shapes(self, next_td: TensorDictBase) -> None:
+    def _fix_shapes(self, next_td: TensorDictBase, plan=None) -> None:
         """No-op: the base env fixed its own outputs, and transforms write entries in their spec's shape."""
 
     def _check_open(self) -> None:
