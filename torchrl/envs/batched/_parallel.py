@@ -1,7 +1,7 @@
 """``ParallelEnv``: one sub-environment per worker process, data exchanged through shared memory.
 
 The parent allocates the transfer buffers from the specs before starting any worker (one shared tensor
-per leaf, all workers' rows, in one shared file); each worker views its row once. A step is: one ``copy_``
+per leaf, all workers' rows; with ``memmap=True`` in one file the workers map); each worker views its row once. A step is: one ``copy_``
 per input leaf (all workers at once), a 5-byte command per worker, a wait on every worker's channel *and*
 process sentinel (so that a dead worker raises instead of hanging), then one clone per output leaf.
 Nothing is pickled on that path. Processes, waits, errors and shutdown are the worker layer's
@@ -17,7 +17,7 @@ import torch
 from tensordict import TensorDictBase
 
 from torchrl._fast import fast_get
-from torchrl.envs._workers import SharedBlock, WorkerPool, default_start_method, frame, new_prefix, shm_dir
+from torchrl.envs._workers import SharedBlock, WorkerPool, default_start_method, frame, new_prefix
 from torchrl.envs.batched._base import BatchedEnvBase
 from torchrl.envs.batched._serial import SerialEnv
 from torchrl.envs.batched._worker import (
@@ -96,8 +96,7 @@ class ParallelEnv(BatchedEnvBase):
     def _start_workers(self) -> None:
         method = self.mp_start_method or default_start_method()
         layouts = self._layouts
-        directory = tempfile.gettempdir() if self.memmap else shm_dir()  # memmap: a file in the temporary directory
-        pool = WorkerPool("ParallelEnv", new_prefix("torchrl_batched_", directory), fatal=("start",), keep=(ValueError,),
+        pool = WorkerPool("ParallelEnv", new_prefix("torchrl_batched_", tempfile.gettempdir()), fatal=("start",), keep=(ValueError,),
                           remedy="the env cannot continue: call close()", unusable=_UNUSABLE)
         block, device_buffers = None, None
         self._workers = pool
@@ -105,16 +104,21 @@ class ParallelEnv(BatchedEnvBase):
         try:
             if self._use_buffers:
                 sub = self._sub_device
-                if sub is not None and sub.type != "cpu":  # accelerator buffers: plain tensors on that device
-                    device_buffers = {
-                        name: [torch.zeros(s, dtype=d, device=sub) for s, d in zip(layout.shapes, layout.dtypes)]
-                        for name, layout in layouts.items()
-                    }
-                    self._shared = device_buffers
-                else:
+                if self.memmap and (sub is None or sub.type == "cpu"):  # one file the workers map by name
                     leaves = [(s, d) for layout in layouts.values() for s, d in zip(layout.shapes, layout.dtypes)]
                     block = SharedBlock(pool.prefix, leaves)
                     self._shared = split_buffers(layouts, block.create())
+                else:  # shared-memory tensors (inherited, or sent through torch's reductions); device tensors
+                    device = sub if sub is not None and sub.type != "cpu" else None
+                    device_buffers = {
+                        name: [torch.zeros(s, dtype=d, device=device) for s, d in zip(layout.shapes, layout.dtypes)]
+                        for name, layout in layouts.items()
+                    }
+                    if device is None:
+                        for tensors in device_buffers.values():
+                            for t in tensors:
+                                t.share_memory_()
+                    self._shared = device_buffers
             specs = [
                 EnvWorkerSpec(self._fns[i], self._kwargs[i], layouts, block, device_buffers, self._worker_metas[i].specs,
                               self.num_sub_threads)
@@ -124,8 +128,6 @@ class ParallelEnv(BatchedEnvBase):
         except BaseException:
             self._shutdown_workers()
             raise
-        if block is not None and not self.memmap:
-            block.unlink()  # every worker has mapped it: the memory goes with the last process
 
     def _shutdown_workers(self) -> None:
         finalizer = self._finalizer
