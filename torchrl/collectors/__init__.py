@@ -3,8 +3,10 @@
 - :class:`Collector` (``_single.py``, loop in ``_loop.py``, policy calls in ``_policy.py``): collection in
   this process; also the front door that builds any registered backend (``backend=``, ``num_collectors=``):
   ``"direct"`` and ``"process"`` are registered here, others plug in with :func:`register_backend`.
-- :class:`MultiSyncCollector`, :class:`MultiAsyncCollector`, :class:`AsyncCollector` (``_multi.py``; worker
-  processes in ``_multi_worker.py`` and ``_pool.py``; shared batch buffers in ``_shm.py``).
+- :class:`MultiSyncCollector`, :class:`MultiAsyncCollector`, :class:`AsyncCollector` (``_multi.py``): where
+  their workers run is a :class:`~torchrl.collectors._pool.Transport`'s business (``_pool.py``;
+  ``PipeTransport``: processes of the worker layer ``torchrl/envs/_workers/``, the per-worker collector
+  server in ``_multi_worker.py``, batches in shared memory).
 - :class:`BaseCollector` (``_base.py``), :class:`ProfileConfig` (``_profile.py``), weight updaters
   (``weight_update.py``), :class:`Evaluator` (``_evaluator.py``), :func:`split_trajectories` (``utils.py``).
 
