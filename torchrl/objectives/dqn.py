@@ -414,7 +414,7 @@ class DistributionalDQNLoss(LossModule):
                 "distribution); use a DistributionalQValueActor or set `value_network.support`."
             )
         # the atoms are read from the network (as TorchRL, the loss saves none of its own); gamma is a buffer
-        self._support_owner = owners[0]
+        object.__setattr__(self, "_support_owner", owners[0])  # a reference, not a submodule (state_dict as TorchRL)
         self.register_buffer("gamma", torch.tensor(float(gamma)))
         self.delay_value = bool(delay_value)
         self.convert_to_functional(value_network, "value_network", create_target_params=self.delay_value)
