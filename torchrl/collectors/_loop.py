@@ -17,7 +17,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchrl._fast import fast_get, fast_set, new_td, stack_tds
 from torchrl.envs._step_loop import check_truncatable, run_steps
 
-__all__ = ["StepLoop", "Stacker", "tree_template"]
+__all__ = ["StepLoop", "tree_template"]
 
 
 def tree_template(td: TensorDictBase) -> tuple | None:
@@ -40,15 +40,6 @@ def tree_template(td: TensorDictBase) -> tuple | None:
         else:
             return None
     return tuple(out)
-
-
-class Stacker:
-    """``stack(tds, dim, out=None)``: :func:`torchrl._fast.stack_tds`, written into ``out`` when it has the
-    stacked structure, else into new memory (kept for the multi-process collectors; call ``stack_tds``)."""
-
-    @staticmethod
-    def stack(tds: list[TensorDictBase], dim: int, out: TensorDictBase | None = None) -> TensorDictBase:
-        return _stack_into(tds, dim, out)
 
 
 def _stack_into(tds: list[TensorDictBase], dim: int, out: TensorDictBase | None) -> TensorDictBase:

@@ -33,9 +33,8 @@ from torch import nn
 from torchrl._utils._deprecation import rename_kwargs
 from torchrl._utils._errors import ValueRuntimeError
 from torchrl._utils._exploration import ExplorationType
-from torchrl._fast import fast_get
+from torchrl._fast import fast_get, stack_tds
 from torchrl.collectors._base import BaseCollector
-from torchrl.collectors._loop import Stacker
 from torchrl.collectors._multi_worker import WorkerSpec
 from torchrl.collectors._policy import module_device
 from torchrl.collectors._pool import PipeTransport, Transport, default_start_method
@@ -249,7 +248,6 @@ class MultiCollector(BaseCollector):
         self._mapper = TrajIdMapper(n)
         self._busy: set[int] = set()
         self._ready: collections.deque = collections.deque()
-        self._stacker = Stacker()
         try:
             pool.start(specs)
         except BaseException:
@@ -504,7 +502,7 @@ class MultiCollector(BaseCollector):
 
     def _combine(self, batches: list[TensorDictBase]) -> TensorDictBase:
         if self.cat_results == "stack":
-            return self._stacker.stack(batches, 0)
+            return stack_tds(batches, 0)
         return torch.cat(batches, self.cat_results)
 
     def __repr__(self) -> str:
