@@ -31,7 +31,7 @@ from torchrl.data.replay_buffers.samplers import (
     SumSegmentTreeFp32,
     SumSegmentTreeFp64,
 )
-from torchrl.data.replay_buffers.samplers.segment_tree import PriorityTree
+from torchrl.data.replay_buffers.samplers._segment_tree import PriorityTree
 
 
 # ---------------------------------------------------------------------------- segment trees
@@ -219,7 +219,7 @@ class TestPriorityTree:
             PriorityTree(4, backend="cuda")
 
 
-@pytest.mark.parametrize("name", ["segment_tree", "prioritized", "prioritized_slice"])
+@pytest.mark.parametrize("name", ["_segment_tree", "prioritized", "prioritized_slice"])
 def test_docstring_examples(name):
     module = importlib.import_module(f"torchrl.data.replay_buffers.samplers.{name}")
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)

@@ -160,7 +160,7 @@ def test_new_matrix_at_each_reset():
 def test_docstring_examples():
     import doctest
 
-    from torchrl.modules.models import gsde
+    from torchrl.modules.models import _gsde as gsde
 
     result = doctest.testmod(gsde, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0

@@ -17,7 +17,7 @@ from torch import nn
 
 from torchrl.data.replay_buffers import LazyTensorStorage, SliceSampler, TensorDictReplayBuffer
 from torchrl.envs import Compose, InitTracker, PendulumEnv, StepCounter, TransformedEnv
-from torchrl.envs.transforms.tensordict_primer import TensorDictPrimer
+from torchrl.envs.transforms._tensordict_primer import TensorDictPrimer
 from torchrl.modules.tensordict_module import (
     apply_policy_env_transforms,
     canonicalize_rnn_subset,

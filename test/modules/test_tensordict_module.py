@@ -295,8 +295,8 @@ class TestWorldModels:
 
 
 DOCTEST_MODULES = [
-    "actors", "common", "exploration", "policy_env", "probabilistic", "python_rnn", "q_value", "recurrent_mode",
-    "rnn", "sequence", "tanh", "world_models",
+    "actors", "common", "exploration", "_policy_env", "probabilistic", "_python_rnn", "_q_value", "_recurrent_mode",
+    "rnn", "sequence", "_tanh", "world_models",
 ]
 
 

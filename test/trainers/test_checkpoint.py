@@ -155,7 +155,7 @@ class TestCheckpointFiles:
     def test_interval_and_contents(self, tmp_path, monkeypatch):
         saves = []
         real_save = _checkpoint.atomic_save
-        monkeypatch.setattr("torchrl.trainers.trainer.atomic_save",
+        monkeypatch.setattr("torchrl.trainers._trainer.atomic_save",
                             lambda obj, path: (saves.append(obj["trainer"]["collected_frames"]), real_save(obj, path)))
         loss = Regression()
         trainer = Trainer(collector=ListCollector(regression_batches(6)), total_frames=48, optim_steps_per_batch=1,
@@ -187,7 +187,7 @@ class TestCheckpointFiles:
 
     def test_no_file_no_save(self, monkeypatch):
         saves = []
-        monkeypatch.setattr("torchrl.trainers.trainer.atomic_save", lambda obj, path: saves.append(path))
+        monkeypatch.setattr("torchrl.trainers._trainer.atomic_save", lambda obj, path: saves.append(path))
         trainer = Trainer(collector=ListCollector(regression_batches(2)), total_frames=16, loss_module=Regression(),
                           progress_bar=False, save_trainer_interval=0)
         trainer.train()

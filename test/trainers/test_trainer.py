@@ -22,7 +22,7 @@ from torchrl.data import LazyTensorStorage, TensorDictReplayBuffer
 from torchrl.record.loggers import CSVLogger
 from torchrl.testing import ContinuousActionVecMockEnv
 from torchrl.trainers import CountFramesLog, LogScalar, ReplayBufferTrainer, Trainer
-from torchrl.trainers.trainer import DESTINATIONS
+from torchrl.trainers._trainer import DESTINATIONS
 
 pytestmark = pytest.mark.filterwarnings("ignore:No target network updater")
 

@@ -23,7 +23,7 @@ from torchrl.collectors._trajectories import TrajectoryAssembler
 from torchrl.collectors.weight_update import VanillaWeightUpdater, WeightUpdaterBase, as_weights
 from torchrl.envs.common import EnvBase
 from torchrl.envs.transforms import StepCounter, TransformedEnv
-from torchrl.modules.tensordict_module.policy_env import apply_policy_env_transforms
+from torchrl.modules.tensordict_module._policy_env import apply_policy_env_transforms
 
 __all__ = ["Collector", "register_backend", "check_unsupported", "resolve_device"]
 

@@ -34,7 +34,7 @@ from torchrl.trainers._optim_hooks import (
     OptimizerHook,
     TargetNetUpdaterHook,
 )
-from torchrl.trainers.trainer import Trainer
+from torchrl.trainers._trainer import Trainer
 
 __all__ = [
     "BatchSubSampler",

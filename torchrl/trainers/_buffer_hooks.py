@@ -16,7 +16,7 @@ from torchrl.trainers._hook_base import get_entry, MASK_KEY, REWARD_KEY, Trainer
 
 if TYPE_CHECKING:
     from torchrl.data.replay_buffers import TensorDictReplayBuffer
-    from torchrl.trainers.trainer import Trainer
+    from torchrl.trainers._trainer import Trainer
 
 __all__ = ["BatchSubSampler", "ReplayBufferTrainer", "RewardNormalizer", "SelectKeys", "ValueEstimatorHook"]
 

@@ -8,7 +8,7 @@ from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
 if TYPE_CHECKING:
-    from torchrl.trainers.trainer import Trainer
+    from torchrl.trainers._trainer import Trainer
 
 __all__ = ["TrainerHookBase", "mask_batch", "metric_name", "get_entry", "MASK_KEY", "REWARD_KEY"]
 

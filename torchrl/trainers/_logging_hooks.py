@@ -20,7 +20,7 @@ from torchrl.envs.common import EnvBase
 from torchrl.trainers._hook_base import get_entry, MASK_KEY, metric_name, REWARD_KEY, TrainerHookBase
 
 if TYPE_CHECKING:
-    from torchrl.trainers.trainer import Trainer
+    from torchrl.trainers._trainer import Trainer
 
 __all__ = ["CountFramesLog", "LogScalar", "LogTiming", "LogValidationReward", "UTDRHook"]
 

@@ -15,7 +15,7 @@ from torchrl.trainers._hook_base import TrainerHookBase, metric_name
 
 if TYPE_CHECKING:
     from torchrl.collectors import BaseCollector
-    from torchrl.trainers.trainer import Trainer
+    from torchrl.trainers._trainer import Trainer
 
 __all__ = ["ClearCudaCache", "EarlyStopping", "UpdateWeights"]
 

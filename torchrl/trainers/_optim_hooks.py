@@ -14,7 +14,7 @@ from torchrl.trainers._hook_base import TrainerHookBase
 
 if TYPE_CHECKING:
     from torchrl.objectives.utils import TargetNetUpdater
-    from torchrl.trainers.trainer import Trainer
+    from torchrl.trainers._trainer import Trainer
 
 __all__ = [
     "DefaultOptimizationStepper",

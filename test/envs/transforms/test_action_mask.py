@@ -6,8 +6,8 @@ from tensordict import TensorDict
 
 from torchrl.data import Binary, Categorical, Composite, OneHot, Unbounded
 from torchrl.envs import EnvBase, PendulumEnv, StepCounter, TransformedEnv
-from torchrl.envs.transforms import action_mask
-from torchrl.envs.transforms.action_mask import ActionMask
+from torchrl.envs.transforms import _action_mask as action_mask
+from torchrl.envs.transforms._action_mask import ActionMask
 
 from test.envs.transforms.contract import TransformContract
 

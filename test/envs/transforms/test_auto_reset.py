@@ -7,8 +7,8 @@ from tensordict import TensorDict
 
 from torchrl.data import Categorical, Composite, Unbounded
 from torchrl.envs import Compose, EnvBase, PendulumEnv, StepCounter, TransformedEnv, check_env_specs
-from torchrl.envs.transforms import auto_reset
-from torchrl.envs.transforms.auto_reset import AutoResetEnv, AutoResetTransform
+from torchrl.envs.transforms import _auto_reset as auto_reset
+from torchrl.envs.transforms._auto_reset import AutoResetEnv, AutoResetTransform
 
 from test.envs.transforms.contract import TransformContract
 

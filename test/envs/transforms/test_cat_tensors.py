@@ -5,8 +5,8 @@ from tensordict import TensorDict
 
 from torchrl.data.tensor_specs import Unbounded
 from torchrl.envs import PendulumEnv, TransformedEnv
-from torchrl.envs.transforms.cat_tensors import CatTensors
-from torchrl.envs.transforms import cat_tensors as cat_tensors_module
+from torchrl.envs.transforms._cat_tensors import CatTensors
+from torchrl.envs.transforms import _cat_tensors as cat_tensors_module
 
 from test.envs.transforms._envs_batch_a import PosVelEnv
 from test.envs.transforms.contract import TransformContract

@@ -5,8 +5,8 @@ from tensordict import TensorDict
 
 from torchrl.data.tensor_specs import Bounded, Composite
 from torchrl.envs import PendulumEnv, TransformedEnv, check_env_specs
-from torchrl.envs.transforms.clip import ClipTransform
-from torchrl.envs.transforms import clip as clip_module
+from torchrl.envs.transforms._clip import ClipTransform
+from torchrl.envs.transforms import _clip as clip_module
 
 from test.envs.transforms._envs_batch_a import PosVelEnv
 from test.envs.transforms.contract import TransformContract

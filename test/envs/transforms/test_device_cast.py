@@ -4,8 +4,8 @@ from tensordict import TensorDict
 
 from torchrl.data.tensor_specs import Composite, Unbounded
 from torchrl.envs import PendulumEnv, TransformedEnv, check_env_specs
-from torchrl.envs.transforms.device_cast import DeviceCastTransform
-from torchrl.envs.transforms import device_cast as device_cast_module
+from torchrl.envs.transforms._device_cast import DeviceCastTransform
+from torchrl.envs.transforms import _device_cast as device_cast_module
 
 from test.envs.transforms.contract import TransformContract
 

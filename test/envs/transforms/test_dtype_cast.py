@@ -4,8 +4,8 @@ import torch
 from tensordict import TensorDict
 
 from torchrl.envs import PendulumEnv, TransformedEnv, check_env_specs
-from torchrl.envs.transforms.dtype_cast import DoubleToFloat, DTypeCastTransform
-from torchrl.envs.transforms import dtype_cast as dtype_cast_module
+from torchrl.envs.transforms._dtype_cast import DoubleToFloat, DTypeCastTransform
+from torchrl.envs.transforms import _dtype_cast as dtype_cast_module
 
 from test.envs.transforms._envs_batch_a import DoubleEnv
 from test.envs.transforms.contract import TransformContract

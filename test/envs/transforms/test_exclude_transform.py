@@ -6,8 +6,8 @@ from tensordict import TensorDict
 
 from torchrl.data import Composite, Unbounded
 from torchrl.envs import EnvBase, PendulumEnv, StepCounter, TransformedEnv, check_env_specs
-from torchrl.envs.transforms import exclude_transform
-from torchrl.envs.transforms.exclude_transform import ExcludeTransform
+from torchrl.envs.transforms import _exclude_transform as exclude_transform
+from torchrl.envs.transforms._exclude_transform import ExcludeTransform
 
 from test.envs.transforms.contract import TransformContract
 

@@ -6,9 +6,9 @@ from tensordict import TensorDict
 
 from torchrl.data import Composite, Unbounded
 from torchrl.envs import Compose, EnvBase, PendulumEnv, StepCounter, TransformedEnv, check_env_specs
-from torchrl.envs.transforms import frame_skip_transform
-from torchrl.envs.transforms.frame_skip_transform import FrameSkipTransform
-from torchrl.envs.transforms.rename_transform import RenameTransform
+from torchrl.envs.transforms import _frame_skip_transform as frame_skip_transform
+from torchrl.envs.transforms._frame_skip_transform import FrameSkipTransform
+from torchrl.envs.transforms._rename_transform import RenameTransform
 
 from test.envs.transforms.contract import TransformContract
 

@@ -9,7 +9,7 @@ from torchrl.data import Unbounded
 from torchrl.envs import PendulumEnv, TransformedEnv
 from torchrl.envs import gSDENoise as from_envs
 from torchrl.envs.transforms import TensorDictPrimer, gSDENoise
-from torchrl.envs.transforms import gsde_noise as gsde_noise_module
+from torchrl.envs.transforms import _gsde_noise as gsde_noise_module
 
 
 def test_primer_specs():

@@ -6,8 +6,8 @@ from tensordict import TensorDict
 
 from torchrl.data import Composite, Unbounded
 from torchrl.envs import Compose, EnvBase, PendulumEnv, StepCounter, TransformedEnv, check_env_specs
-from torchrl.envs.transforms import noop_reset_env
-from torchrl.envs.transforms.noop_reset_env import NoopResetEnv
+from torchrl.envs.transforms import _noop_reset_env as noop_reset_env
+from torchrl.envs.transforms._noop_reset_env import NoopResetEnv
 
 from test.envs.transforms.contract import TransformContract
 

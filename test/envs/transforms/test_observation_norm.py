@@ -5,8 +5,8 @@ from tensordict import TensorDict
 
 from torchrl.data.tensor_specs import Bounded, Unbounded
 from torchrl.envs import Compose, PendulumEnv, StepCounter, TransformedEnv, check_env_specs
-from torchrl.envs.transforms.observation_norm import ObservationNorm
-from torchrl.envs.transforms import observation_norm as observation_norm_module
+from torchrl.envs.transforms._observation_norm import ObservationNorm
+from torchrl.envs.transforms import _observation_norm as observation_norm_module
 
 from test.envs.transforms._envs_batch_a import PosVelEnv
 from test.envs.transforms.contract import TransformContract

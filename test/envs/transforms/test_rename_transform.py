@@ -6,8 +6,8 @@ from tensordict import TensorDict
 
 from torchrl.data import Composite, Unbounded
 from torchrl.envs import EnvBase, PendulumEnv, TransformedEnv, check_env_specs
-from torchrl.envs.transforms import rename_transform
-from torchrl.envs.transforms.rename_transform import RenameTransform
+from torchrl.envs.transforms import _rename_transform as rename_transform
+from torchrl.envs.transforms._rename_transform import RenameTransform
 
 from test.envs.transforms.contract import TransformContract
 

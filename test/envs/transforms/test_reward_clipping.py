@@ -7,8 +7,8 @@ from tensordict import TensorDict
 
 from torchrl.data.tensor_specs import Bounded, Composite
 from torchrl.envs import PendulumEnv, TransformedEnv
-from torchrl.envs.transforms.reward_clipping import RewardClipping
-from torchrl.envs.transforms import reward_clipping as reward_clipping_module
+from torchrl.envs.transforms._reward_clipping import RewardClipping
+from torchrl.envs.transforms import _reward_clipping as reward_clipping_module
 
 from test.envs.transforms.contract import TransformContract
 

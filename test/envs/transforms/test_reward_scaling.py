@@ -5,8 +5,8 @@ from tensordict import TensorDict
 
 from torchrl.data.tensor_specs import Bounded, Composite, Unbounded
 from torchrl.envs import PendulumEnv, TransformedEnv, check_env_specs
-from torchrl.envs.transforms.reward_scaling import RewardScaling
-from torchrl.envs.transforms import reward_scaling as reward_scaling_module
+from torchrl.envs.transforms._reward_scaling import RewardScaling
+from torchrl.envs.transforms import _reward_scaling as reward_scaling_module
 
 from test.envs.transforms.contract import TransformContract
 

@@ -6,8 +6,8 @@ from tensordict import TensorDict
 
 from torchrl.data import Composite, Unbounded
 from torchrl.envs import EnvBase, PendulumEnv, StepCounter, TransformedEnv, check_env_specs
-from torchrl.envs.transforms import select_transform
-from torchrl.envs.transforms.select_transform import SelectTransform
+from torchrl.envs.transforms import _select_transform as select_transform
+from torchrl.envs.transforms._select_transform import SelectTransform
 
 from test.envs.transforms.contract import TransformContract
 

@@ -5,8 +5,8 @@ from tensordict import TensorDict
 
 from torchrl.data import Composite, Unbounded
 from torchrl.envs import PendulumEnv, TransformedEnv, check_env_specs
-from torchrl.envs.transforms.squeeze import SqueezeTransform, UnsqueezeTransform
-from torchrl.envs.transforms import squeeze as squeeze_module
+from torchrl.envs.transforms._squeeze import SqueezeTransform, UnsqueezeTransform
+from torchrl.envs.transforms import _squeeze as squeeze_module
 
 from test.envs.transforms._envs_batch_a import PosVelEnv
 from test.envs.transforms.contract import TransformContract

@@ -6,8 +6,8 @@ from tensordict import TensorDict
 
 from torchrl.data import Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase, PendulumEnv, StepCounter, TransformedEnv, check_env_specs
-from torchrl.envs.transforms import tensordict_primer
-from torchrl.envs.transforms.tensordict_primer import TensorDictPrimer
+from torchrl.envs.transforms import _tensordict_primer as tensordict_primer
+from torchrl.envs.transforms._tensordict_primer import TensorDictPrimer
 
 from test.envs.transforms.contract import TransformContract
 

@@ -6,8 +6,8 @@ from tensordict import TensorDict
 
 from torchrl.data import Categorical, Composite, Unbounded
 from torchrl.envs import Compose, EnvBase, PendulumEnv, StepCounter, TransformedEnv, check_env_specs
-from torchrl.envs.transforms import traj_counter
-from torchrl.envs.transforms.traj_counter import TrajCounter
+from torchrl.envs.transforms import _traj_counter as traj_counter
+from torchrl.envs.transforms._traj_counter import TrajCounter
 
 from test.envs.transforms.contract import TransformContract
 

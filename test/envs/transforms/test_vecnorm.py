@@ -6,7 +6,7 @@ import torch
 from tensordict import TensorDict
 
 from torchrl.envs import Compose, PendulumEnv, TransformedEnv
-from torchrl.envs.transforms.observation_norm import ObservationNorm
+from torchrl.envs.transforms._observation_norm import ObservationNorm
 from torchrl.envs.transforms.vecnorm import VecNorm
 from torchrl.envs.transforms import vecnorm as vecnorm_module
 

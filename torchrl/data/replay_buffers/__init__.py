@@ -8,12 +8,12 @@ buffers (``replay_buffer.py``, ``tensordict_replay_buffer.py``, ``prioritized.py
 """
 from __future__ import annotations
 
-from torchrl.data.replay_buffers.conditional import ConditionalUpdateResult
-from torchrl.data.replay_buffers.ensemble import ReplayBufferEnsemble
+from torchrl.data.replay_buffers._conditional import ConditionalUpdateResult
+from torchrl.data.replay_buffers._ensemble import ReplayBufferEnsemble
 from torchrl.data.replay_buffers.her import HERReplayBuffer, HindsightStrategy
-from torchrl.data.replay_buffers.offline_online import OfflineToOnlineReplayBuffer
-from torchrl.data.replay_buffers.prioritized import PrioritizedReplayBuffer, TensorDictPrioritizedReplayBuffer
-from torchrl.data.replay_buffers.replay_buffer import ReplayBuffer
+from torchrl.data.replay_buffers._offline_online import OfflineToOnlineReplayBuffer
+from torchrl.data.replay_buffers._prioritized import PrioritizedReplayBuffer, TensorDictPrioritizedReplayBuffer
+from torchrl.data.replay_buffers._replay_buffer import ReplayBuffer
 from torchrl.data.replay_buffers.sample_units import SampleUnit, Sequence, Transition
 from torchrl.data.replay_buffers.samplers import (
     PrioritizedSampler,
@@ -47,9 +47,9 @@ from torchrl.data.replay_buffers.storages import (
     TensorStorage,
     TensorStorageCheckpointer,
 )
-from torchrl.data.replay_buffers.storages.ted import DEFAULT_DONE_KEYS
-from torchrl.data.replay_buffers.tensordict_replay_buffer import TensorDictReplayBuffer
-from torchrl.data.replay_buffers.trajectories import (
+from torchrl.data.replay_buffers.storages._ted import DEFAULT_DONE_KEYS
+from torchrl.data.replay_buffers._tensordict_replay_buffer import TensorDictReplayBuffer
+from torchrl.data.replay_buffers._trajectories import (
     Trajectory,
     TrajectoryPredicate,
     filter_trajectories,

@@ -12,7 +12,7 @@ from torch.utils._pytree import tree_map
 
 from torchrl._utils._backends import get_service_backend
 from torchrl.data.replay_buffers._utils import _leading_len, load_json, save_json
-from torchrl.data.replay_buffers.storages.list_storage import ListStorage
+from torchrl.data.replay_buffers.storages._list_storage import ListStorage
 
 _SERVICE_BACKENDS = ("direct", "local")
 

@@ -11,8 +11,8 @@ from typing import Any, Sequence
 
 from tensordict import TensorDictBase
 
-from torchrl.envs.transforms.compose import Compose
-from torchrl.envs.transforms.transform import Transform
+from torchrl.envs.transforms._compose import Compose
+from torchrl.envs.transforms._transform import Transform
 
 __all__ = ["BufferTransform", "make_transform"]
 

@@ -10,7 +10,7 @@ from tensordict import NestedKey, TensorDictBase
 from torchrl.data.replay_buffers._buffer_ops import info_into_data
 from torchrl.data.replay_buffers._utils import _under_next
 from torchrl.data.replay_buffers.samplers._trajectories import position_lookup, storage_table
-from torchrl.data.replay_buffers.tensordict_replay_buffer import TensorDictReplayBuffer
+from torchrl.data.replay_buffers._tensordict_replay_buffer import TensorDictReplayBuffer
 
 _StrEnum = getattr(enum, "StrEnum", None) or type("StrEnum", (str, enum.Enum), {})
 

@@ -1,7 +1,7 @@
 """Replay-buffer utilities (TorchRL's ``torchrl.data.replay_buffers.utils`` path)."""
 from __future__ import annotations
 
-from torchrl.data.replay_buffers.replay_buffer import ReplayBuffer
+from torchrl.data.replay_buffers._replay_buffer import ReplayBuffer
 from torchrl.data.replay_buffers.samplers._trajectories import find_start_stop_traj
 
 __all__ = ["find_start_stop_traj", "prefill_replay_buffer"]

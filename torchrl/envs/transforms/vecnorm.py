@@ -13,9 +13,9 @@ from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Composite, TensorSpec, Unbounded
 from torchrl.envs._done import as_tuple, from_tuple
 from torchrl.envs.transforms._spec_edit import key_pairs
-from torchrl.envs.transforms.compose import Compose
-from torchrl.envs.transforms.observation_norm import ObservationNorm
-from torchrl.envs.transforms.transform import Transform
+from torchrl.envs.transforms._compose import Compose
+from torchrl.envs.transforms._observation_norm import ObservationNorm
+from torchrl.envs.transforms._transform import Transform
 
 __all__ = ["VecNorm"]
 

@@ -15,8 +15,8 @@ from torchrl.modules.distributions.discrete import (
     Ordinal,
     ReparamGradientStrategy,
 )
-from torchrl.modules.distributions.normal_param import NormalParamExtractor, NormalParamWrapper
-from torchrl.modules.distributions.tanh_normal import TanhNormal
+from torchrl.modules.distributions._normal_param import NormalParamExtractor, NormalParamWrapper
+from torchrl.modules.distributions._tanh_normal import TanhNormal
 from torchrl.modules.distributions.truncated_normal import TruncatedNormal
 from torchrl.modules.distributions.utils import has_analytic_entropy, has_analytic_kl
 

@@ -12,7 +12,7 @@ from tensordict.nn.distributions import Delta as _TDDelta
 from torch import distributions as D
 from torch.distributions import constraints
 
-from torchrl.modules.distributions.tanh_normal import TanhNormal
+from torchrl.modules.distributions._tanh_normal import TanhNormal
 from torchrl.modules.distributions.truncated_normal import TruncatedNormal
 from torchrl.modules.distributions.utils import _bounds, _scale_tensor, FasterTransformedDistribution
 

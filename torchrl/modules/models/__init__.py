@@ -9,15 +9,15 @@ TorchRL's import paths alive.
 from __future__ import annotations
 
 from torchrl.modules.models.batchrenorm import BatchRenorm1d
-from torchrl.modules.models.convnet import Conv2dNet, Conv3dNet, ConvNet
+from torchrl.modules.models._convnet import Conv2dNet, Conv3dNet, ConvNet
 from torchrl.modules.models.cross_group_critic import CrossCriticGroupSpec, CrossGroupCritic
-from torchrl.modules.models.ddpg import DdpgCnnActor, DdpgCnnQNet, DdpgMlpActor, DdpgMlpQNet
-from torchrl.modules.models.distributional import DistributionalDQNnet
-from torchrl.modules.models.dropout import ConsistentDropout
-from torchrl.modules.models.dueling import DuelingCnnDQNet, DuelingMlpDQNet
-from torchrl.modules.models.lstm_net import LSTMNet
-from torchrl.modules.models.mixers import QMixer, VDNMixer
-from torchrl.modules.models.mlp import MLP
+from torchrl.modules.models._ddpg import DdpgCnnActor, DdpgCnnQNet, DdpgMlpActor, DdpgMlpQNet
+from torchrl.modules.models._distributional import DistributionalDQNnet
+from torchrl.modules.models._dropout import ConsistentDropout
+from torchrl.modules.models._dueling import DuelingCnnDQNet, DuelingMlpDQNet
+from torchrl.modules.models._lstm_net import LSTMNet
+from torchrl.modules.models._mixers import QMixer, VDNMixer
+from torchrl.modules.models._mlp import MLP
 from torchrl.modules.models.model_based import (
     DreamerActor,
     ObsDecoder,
@@ -27,8 +27,8 @@ from torchrl.modules.models.model_based import (
     RSSMRollout,
 )
 from torchrl.modules.models.multiagent import MultiAgentConvNet, MultiAgentMLP, MultiAgentNetBase
-from torchrl.modules.models.noisy import NoisyLazyLinear, NoisyLinear, reset_noise
-from torchrl.modules.models.two_hot import SymExpTwoHot
+from torchrl.modules.models._noisy import NoisyLazyLinear, NoisyLinear, reset_noise
+from torchrl.modules.models._two_hot import SymExpTwoHot
 from torchrl.modules.models.utils import (
     biased_softplus,
     expln,

@@ -9,7 +9,7 @@ from tensordict.nn import TensorDictModule
 from tensordict.utils import NestedKey
 from torch import nn
 
-from torchrl.modules.models.mlp import MLP
+from torchrl.modules.models._mlp import MLP
 
 __all__ = ["CrossCriticGroupSpec", "CrossGroupCritic"]
 

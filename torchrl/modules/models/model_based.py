@@ -11,7 +11,7 @@ from tensordict.nn import dispatch, NormalParamExtractor, TensorDictModuleBase
 from torch import nn
 
 from torchrl._utils._deprecation import warn_once
-from torchrl.modules.models.mlp import MLP
+from torchrl.modules.models._mlp import MLP
 
 __all__ = ["DreamerActor", "ObsEncoder", "ObsDecoder", "RSSMPrior", "RSSMPosterior", "RSSMRollout"]
 

@@ -8,10 +8,10 @@ from torch import nn
 
 from torchrl._utils._errors import ValueRuntimeError
 
-from torchrl.modules.models.convnet import ConvNet
-from torchrl.modules.models.mixers import Mixer, QMixer, VDNMixer  # TorchRL's import path for the mixers
-from torchrl.modules.models.mlp import MLP
-from torchrl.modules.models.multiagent_base import MultiAgentNetBase
+from torchrl.modules.models._convnet import ConvNet
+from torchrl.modules.models._mixers import Mixer, QMixer, VDNMixer  # TorchRL's import path for the mixers
+from torchrl.modules.models._mlp import MLP
+from torchrl.modules.models._multiagent_base import MultiAgentNetBase
 
 __all__ = ["MultiAgentNetBase", "MultiAgentMLP", "MultiAgentConvNet", "Mixer", "QMixer", "VDNMixer"]
 

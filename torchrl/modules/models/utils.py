@@ -12,7 +12,7 @@ import torch
 from tensordict.nn.utils import biased_softplus, expln, inv_softplus, mappings
 from torch import nn
 
-from torchrl.modules.models.noisy import NoisyLazyLinear, NoisyLinear
+from torchrl.modules.models._noisy import NoisyLazyLinear, NoisyLinear
 
 __all__ = [
     "SquashDims",

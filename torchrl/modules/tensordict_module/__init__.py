@@ -36,7 +36,7 @@ from torchrl.modules.tensordict_module.exploration import (
     OrnsteinUhlenbeckProcessWrapper,
     set_exploration_modules_spec_from_env,
 )
-from torchrl.modules.tensordict_module.policy_env import (
+from torchrl.modules.tensordict_module._policy_env import (
     apply_policy_env_transforms,
     get_env_transforms_from_module,
     get_primers_from_module,
@@ -45,7 +45,7 @@ from torchrl.modules.tensordict_module.probabilistic import (
     SafeProbabilisticModule,
     SafeProbabilisticTensorDictSequential,
 )
-from torchrl.modules.tensordict_module.q_value import (
+from torchrl.modules.tensordict_module._q_value import (
     DistributionalQValueActor,
     DistributionalQValueHook,
     DistributionalQValueModule,
@@ -69,7 +69,7 @@ from torchrl.modules.tensordict_module.rnn import (
     set_recurrent_mode,
 )
 from torchrl.modules.tensordict_module.sequence import SafeSequential
-from torchrl.modules.tensordict_module.tanh import TanhModule
+from torchrl.modules.tensordict_module._tanh import TanhModule
 from torchrl.modules.tensordict_module.world_models import WorldModel, WorldModelWrapper
 
 __all__ = [

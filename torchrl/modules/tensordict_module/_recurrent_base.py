@@ -15,10 +15,10 @@ from torch.utils.checkpoint import checkpoint
 
 from torchrl._fast import fast_get, fast_set, new_td
 from torchrl.data.tensor_specs import Unbounded
-from torchrl.envs.transforms.tensordict_primer import TensorDictPrimer
+from torchrl.envs.transforms._tensordict_primer import TensorDictPrimer
 from torchrl.modules.tensordict_module._rnn_core import _flat_weights, padded_run, scan_run
-from torchrl.modules.tensordict_module.python_rnn import GRU, LSTM
-from torchrl.modules.tensordict_module.recurrent_mode import _precision_context, _resolve_precision, recurrent_mode
+from torchrl.modules.tensordict_module._python_rnn import GRU, LSTM
+from torchrl.modules.tensordict_module._recurrent_mode import _precision_context, _resolve_precision, recurrent_mode
 
 __all__ = ["RecurrentModuleBase", "canonicalize_rnn_subset"]
 

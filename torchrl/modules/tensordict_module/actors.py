@@ -27,7 +27,7 @@ from torchrl.modules.tensordict_module.probabilistic import (
     SafeProbabilisticModule,
     SafeProbabilisticTensorDictSequential,
 )
-from torchrl.modules.tensordict_module.q_value import (  # TorchRL's import path for these names
+from torchrl.modules.tensordict_module._q_value import (  # TorchRL's import path for these names
     DistributionalQValueActor,
     DistributionalQValueHook,
     DistributionalQValueModule,
@@ -36,7 +36,7 @@ from torchrl.modules.tensordict_module.q_value import (  # TorchRL's import path
     QValueModule,
 )
 from torchrl.modules.tensordict_module.sequence import SafeSequential
-from torchrl.modules.tensordict_module.tanh import TanhModule
+from torchrl.modules.tensordict_module._tanh import TanhModule
 
 __all__ = [
     "Actor",

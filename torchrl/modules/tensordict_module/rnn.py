@@ -38,8 +38,8 @@ import torch
 from torch import nn
 
 from torchrl.modules.tensordict_module._recurrent_base import canonicalize_rnn_subset, RecurrentModuleBase
-from torchrl.modules.tensordict_module.python_rnn import GRU, GRUCell, LSTM, LSTMCell
-from torchrl.modules.tensordict_module.recurrent_mode import (
+from torchrl.modules.tensordict_module._python_rnn import GRU, GRUCell, LSTM, LSTMCell
+from torchrl.modules.tensordict_module._recurrent_mode import (
     get_recurrent_matmul_precision,
     recurrent_mode,
     RecurrentMatmulPrecision,

@@ -3,13 +3,13 @@ import inspect
 
 from torchrl._utils._deprecation import deprecated_alias
 from torchrl.objectives.value import functional
-from torchrl.objectives.value.estimator_base import ValueEstimatorBase
-from torchrl.objectives.value.gae import GAE
-from torchrl.objectives.value.multiagent_gae import MultiAgentGAE
-from torchrl.objectives.value.td0 import TD0Estimator
-from torchrl.objectives.value.td1 import TD1Estimator
-from torchrl.objectives.value.td_lambda import TDLambdaEstimator
-from torchrl.objectives.value.vtrace import VTrace
+from torchrl.objectives.value._estimator_base import ValueEstimatorBase
+from torchrl.objectives.value._gae import GAE
+from torchrl.objectives.value._multiagent_gae import MultiAgentGAE
+from torchrl.objectives.value._td0 import TD0Estimator
+from torchrl.objectives.value._td1 import TD1Estimator
+from torchrl.objectives.value._td_lambda import TDLambdaEstimator
+from torchrl.objectives.value._vtrace import VTrace
 
 TD0Estimate = deprecated_alias(TD0Estimator, "TD0Estimate", module=__name__)
 TD1Estimate = deprecated_alias(TD1Estimator, "TD1Estimate", module=__name__)

@@ -10,14 +10,14 @@ from torchrl.data.replay_buffers.samplers.ensemble import SamplerEnsemble
 from torchrl.data.replay_buffers.samplers.prioritized import PrioritizedSampler
 from torchrl.data.replay_buffers.samplers.prioritized_slice import PrioritizedSliceSampler
 from torchrl.data.replay_buffers.samplers.random import RandomSampler
-from torchrl.data.replay_buffers.samplers.segment_tree import (
+from torchrl.data.replay_buffers.samplers._segment_tree import (
     MinSegmentTreeFp32,
     MinSegmentTreeFp64,
     SumSegmentTreeFp32,
     SumSegmentTreeFp64,
 )
 from torchrl.data.replay_buffers.samplers.slice import SliceSampler, SliceSamplerWithoutReplacement
-from torchrl.data.replay_buffers.samplers.without_replacement import SamplerWithoutReplacement
+from torchrl.data.replay_buffers.samplers._without_replacement import SamplerWithoutReplacement
 
 CudaMinSegmentTreeFp32 = None
 CudaMinSegmentTreeFp64 = None

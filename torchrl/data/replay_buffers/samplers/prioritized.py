@@ -9,7 +9,7 @@ import torch
 
 from torchrl.data.replay_buffers._utils import _as_index, ravel_index, unravel_index
 from torchrl.data.replay_buffers.samplers.base import Sampler, empty_storage_error
-from torchrl.data.replay_buffers.samplers.segment_tree import MaxSegmentTreeFp32, MaxSegmentTreeFp64, PriorityTree
+from torchrl.data.replay_buffers.samplers._segment_tree import MaxSegmentTreeFp32, MaxSegmentTreeFp64, PriorityTree
 
 # unsigned integer view and the bit pattern of the largest finite float, by float width in bytes
 _FLOAT_BITS = {4: (np.uint32, np.uint32(0x7F7FFFFF)), 8: (np.uint64, np.uint64(0x7FEFFFFFFFFFFFFF))}
@@ -32,7 +32,7 @@ class PrioritizedSampler(Sampler):
     with ``max_priority_within_buffer=True``, the largest one currently stored), ``1`` at first.
 
     Sampling and updates run on a sum tree of plain tensors with an exact running minimum, vectorised over
-    the batch (see :class:`~torchrl.data.replay_buffers.samplers.segment_tree.PriorityTree`).
+    the batch (see :class:`~torchrl.data.replay_buffers.samplers._segment_tree.PriorityTree`).
 
     Args:
         max_capacity (int): the capacity of the storage it samples from.

@@ -14,7 +14,7 @@ from torchrl.data.replay_buffers.samplers._trajectories import (
     trajectory_table,
 )
 from torchrl.data.replay_buffers.samplers.base import Sampler, empty_storage_error
-from torchrl.data.replay_buffers.samplers.without_replacement import SamplerWithoutReplacement
+from torchrl.data.replay_buffers.samplers._without_replacement import SamplerWithoutReplacement
 
 _DEFAULT_END_KEY = ("next", "done")
 _MASK_KEY = ("collector", "mask")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from torchrl.data.replay_buffers.storages.base import Storage
-from torchrl.data.replay_buffers.storages.checkpointers import (
+from torchrl.data.replay_buffers.storages._checkpointers import (
     CompressedListStorageCheckpointer,
     FlatStorageCheckpointer,
     ListStorageCheckpointer,
@@ -11,14 +11,14 @@ from torchrl.data.replay_buffers.storages.checkpointers import (
     StorageEnsembleCheckpointer,
     TensorStorageCheckpointer,
 )
-from torchrl.data.replay_buffers.storages.compressed import CompressedListStorage
+from torchrl.data.replay_buffers.storages._compressed import CompressedListStorage
 from torchrl.data.replay_buffers.storages.ensemble import StorageEnsemble
-from torchrl.data.replay_buffers.storages.lazy_memmap import LazyMemmapStorage
-from torchrl.data.replay_buffers.storages.lazy_stack import LazyStackStorage
-from torchrl.data.replay_buffers.storages.lazy_tensor import LazyTensorStorage
-from torchrl.data.replay_buffers.storages.list_storage import ListStorage
-from torchrl.data.replay_buffers.storages.ted import Flat2TED, Nested2TED, TED2Flat, TED2Nested
-from torchrl.data.replay_buffers.storages.tensor_storage import TensorStorage
+from torchrl.data.replay_buffers.storages._lazy_memmap import LazyMemmapStorage
+from torchrl.data.replay_buffers.storages._lazy_stack import LazyStackStorage
+from torchrl.data.replay_buffers.storages._lazy_tensor import LazyTensorStorage
+from torchrl.data.replay_buffers.storages._list_storage import ListStorage
+from torchrl.data.replay_buffers.storages._ted import Flat2TED, Nested2TED, TED2Flat, TED2Nested
+from torchrl.data.replay_buffers.storages._tensor_storage import TensorStorage
 
 __all__ = [
     "CompressedListStorage",

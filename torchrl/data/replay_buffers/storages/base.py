@@ -10,7 +10,7 @@ import torch
 
 from torchrl._utils._deprecation import warn_once
 from torchrl.data.replay_buffers._utils import _leading_len
-from torchrl.data.replay_buffers.storages.checkpointers import StorageCheckpointerBase
+from torchrl.data.replay_buffers.storages._checkpointers import StorageCheckpointerBase
 
 
 class Storage:

@@ -7,7 +7,7 @@ import torch
 
 from torchrl.data.replay_buffers._transforms import make_transform
 from torchrl.data.replay_buffers.storages.base import Storage
-from torchrl.data.replay_buffers.storages.checkpointers import StorageEnsembleCheckpointer
+from torchrl.data.replay_buffers.storages._checkpointers import StorageEnsembleCheckpointer
 
 
 class StorageEnsemble(Storage):

@@ -7,7 +7,7 @@ import torch
 from tensordict import TensorDictBase
 
 from torchrl.data.replay_buffers._utils import INT_CLASSES, _as_index
-from torchrl.data.replay_buffers.storages.tensor_storage import _batch_shape
+from torchrl.data.replay_buffers.storages._tensor_storage import _batch_shape
 from torchrl.data.replay_buffers.writers.base import Writer
 
 
