@@ -1,6 +1,6 @@
 """``torchrl.collectors``: the interaction loop between policies and environments.
 
-- :class:`Collector` (``_single.py``, loop in ``_loop.py``, policy calls in ``_policy.py``): collection in
+- :class:`Collector` (``_single.py``, loop in ``_loop.py``, policy calls in ``_policy_call.py``): collection in
   this process; also the front door that builds any registered backend (``backend=``, ``num_collectors=``):
   ``"direct"`` and ``"process"`` are registered here, others plug in with :func:`register_backend`.
 - :class:`MultiSyncCollector`, :class:`MultiAsyncCollector`, :class:`AsyncCollector` (``_multi.py``): where

@@ -36,7 +36,7 @@ from torchrl._utils._exploration import ExplorationType
 from torchrl._fast import fast_get, stack_tds
 from torchrl.collectors._base import BaseCollector
 from torchrl.collectors._multi_worker import WorkerSpec
-from torchrl.collectors._policy import module_device
+from torchrl.collectors._policy_call import module_device
 from torchrl.collectors._pool import PipeTransport, Transport, default_start_method
 from torchrl.collectors._single import Collector, check_unsupported, register_backend
 from torchrl.collectors._traj_ids import TrajIdMapper

@@ -17,7 +17,7 @@ from torchrl._utils._errors import ValueRuntimeError
 from torchrl._utils._exploration import ExplorationType, set_exploration_type
 from torchrl.collectors._base import BaseCollector
 from torchrl.collectors._loop import _NO_POLICY, StepLoop
-from torchrl.collectors._policy import _generic_call, make_actor
+from torchrl.collectors._policy_call import _generic_call, make_actor
 from torchrl.collectors._profile import RolloutProfiler
 from torchrl.collectors._trajectories import TrajectoryAssembler
 from torchrl.collectors.weight_update import VanillaWeightUpdater, WeightUpdaterBase, as_weights

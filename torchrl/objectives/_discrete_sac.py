@@ -14,7 +14,7 @@ from tensordict.nn import ProbabilisticTensorDictSequential, TensorDictModule, d
 from torchrl._fast import fast_set
 from torchrl.data.tensor_specs import Composite, TensorSpec
 from torchrl.objectives._functional import gather_inputs
-from torchrl.objectives._policy import PolicyHead
+from torchrl.objectives._tensor_calls import PolicyHead
 from torchrl.objectives._sac_common import QEnsemble, TemperatureMixin, check_scalar_output_mode
 from torchrl.objectives.dqn import _find_action_space
 from torchrl.objectives.utils import ValueEstimators, _check_reduction, _has_random_module, distance_loss

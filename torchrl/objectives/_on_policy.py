@@ -25,7 +25,7 @@ from tensordict import NestedKey, TensorDict, TensorDictBase, is_tensor_collecti
 
 from torchrl._utils._deprecation import warn_once
 from torchrl._fast import fast_get
-from torchrl.objectives._policy import ModuleChain, PolicyHead, entropy, head_name, per_head, sum_features
+from torchrl.objectives._tensor_calls import ModuleChain, PolicyHead, entropy, head_name, per_head, sum_features
 from torchrl.objectives.common import LossModule
 from torchrl.objectives.utils import ValueEstimators, _check_reduction, distance_loss
 

@@ -13,7 +13,7 @@ from torch import distributions as D
 
 from torchrl._fast import new_td
 from torchrl.objectives._on_policy import ActorCriticBase, legacy_networks, standardize
-from torchrl.objectives._policy import sum_features
+from torchrl.objectives._tensor_calls import sum_features
 from torchrl.objectives.common import _MissingEntryError
 from torchrl.objectives.utils import ValueEstimators, _reduce
 

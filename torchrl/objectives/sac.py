@@ -16,7 +16,7 @@ from torchrl._fast import fast_set
 from torchrl.data.tensor_specs import Composite, TensorSpec
 from torchrl.objectives._discrete_sac import DiscreteSACLoss
 from torchrl.objectives._functional import gather_inputs
-from torchrl.objectives._policy import ModuleChain, PolicyHead
+from torchrl.objectives._tensor_calls import ModuleChain, PolicyHead
 from torchrl.objectives._sac_common import QEnsemble, TemperatureMixin, check_scalar_output_mode
 from torchrl.objectives.utils import ValueEstimators, _check_reduction, _has_random_module, distance_loss
 
