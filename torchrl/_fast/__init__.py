@@ -29,7 +29,6 @@ Examples:
 """
 from __future__ import annotations
 
-from torchrl._fast import _switch
 from torchrl._fast._switch import fast_paths_enabled, set_fast_paths
 from torchrl._fast.calls import direct_module_call, hooked, plain_parts
 from torchrl._fast.scalars import scalar

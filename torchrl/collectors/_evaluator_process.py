@@ -15,7 +15,7 @@ import cloudpickle
 
 from torchrl.collectors._multi_worker import OP_CALL, WorkerSpec
 from torchrl.collectors._pool import WorkerPool, default_start_method
-from torchrl.collectors._shm import new_prefix
+from torchrl.envs._workers.shared import new_prefix
 
 __all__ = ["ProcessEvaluation"]
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, ClassVar, Literal, NamedTuple, Protocol
 import torch
 from tensordict import TensorDictBase
 
-from torchrl._fast import any_true, fast_get
+from torchrl._fast import fast_get
 from torchrl.envs._done import DoneStructure
 
 __all__ = ["ColumnStepper", "RowStepper", "StepPlan", "check_truncatable", "run_steps", "truncate_step"]
@@ -91,14 +91,6 @@ def truncate_step(groups, td: TensorDictBase) -> None:
         nxt.set(group.done, done | truncated)
 
 
-def _any_done(nxt: TensorDictBase, done_keys: list) -> bool:
-    for key in done_keys:
-        done = fast_get(nxt, key)
-        if done is not None and any_true(done):
-            return True
-    return False
-
-
 def run_steps(
     env,
     td: TensorDictBase,
@@ -159,7 +151,7 @@ def run_steps(
             if t == last:
                 truncate_step(groups, td)
             if stop_any:
-                if _any_done(fast_get(td, "next"), done_keys):
+                if any_done(fast_get(td, "next"), write_reset=False):
                     if truncate_last:
                         truncate_step(groups, td)
                     return steps, None

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
 from torchrl.data.replay_buffers import _buffer_ops as ops
 from torchrl.data.replay_buffers._replay_buffer import ReplayBuffer

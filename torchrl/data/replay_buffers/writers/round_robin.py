@@ -213,7 +213,7 @@ class TensorDictRoundRobinWriter(RoundRobinWriter):
     def _keeps_index(self) -> bool:
         """Whether the storage keeps an ``"index"`` entry written into the data (tensor layouts ignore it)."""
         storage = self._storage
-        return not (getattr(storage, "_layout", None) is not None or not getattr(storage, "initialized", True))
+        return getattr(storage, "initialized", True) and getattr(storage, "_layout", None) is None
 
     def add(self, data: Any) -> int | torch.Tensor:
         if isinstance(data, TensorDictBase) and self._keeps_index():
