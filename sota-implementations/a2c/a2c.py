@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import torch
 
-from torchrl import compile_with_warmup
 from torchrl.collectors import Collector
 from torchrl.objectives import A2CLoss
 from torchrl.objectives.value import GAE
-from torchrl.train import fast_adam, Run
+from torchrl.train import accelerate_update, fast_adam, Run, set_lr
 from utils import make_a2c_models, make_envs
 
 
@@ -42,10 +41,12 @@ def main(cfg):
     )
     params = list(loss.parameters())
     if cfg.optim.optimizer == "rmsprop":
-        optimizer = torch.optim.RMSprop(params, lr=cfg.optim.lr, alpha=cfg.optim.alpha, eps=cfg.optim.eps,
-                                        foreach=True)
+        graphed = cfg.cudagraphs and device.type == "cuda"  # a captured step reads lr from a device tensor
+        lr = torch.tensor(cfg.optim.lr, device=device) if graphed else cfg.optim.lr
+        optimizer = torch.optim.RMSprop(params, lr=lr, alpha=cfg.optim.alpha, eps=cfg.optim.eps, foreach=True,
+                                        capturable=graphed)
     elif cfg.optim.optimizer == "adam":
-        optimizer = fast_adam(params, lr=cfg.optim.lr, eps=cfg.optim.eps)
+        optimizer = fast_adam(params, lr=cfg.optim.lr, eps=cfg.optim.eps, capturable=cfg.cudagraphs)
     else:
         raise ValueError(f"a2c: optim.optimizer={cfg.optim.optimizer!r}; expected 'rmsprop' or 'adam'.")
 
@@ -61,10 +62,9 @@ def main(cfg):
         if max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
         optimizer.step()
-        return losses
+        return losses.detach()
 
-    if cfg.compile:
-        update = compile_with_warmup(update, warmup=1)
+    update = accelerate_update(update, compile=cfg.compile, cudagraphs=cfg.cudagraphs, device=device)
 
     # 5. Training loop (a resumed run continues from its checkpoint's frame count)
     checkpoint = {"collector": collector, "loss": loss, "optimizer": optimizer}
@@ -73,8 +73,7 @@ def main(cfg):
     for batch in collector:
         frames += batch.numel()
         if cfg.optim.anneal_lr:  # linear decay to 0 at total_frames
-            for group in optimizer.param_groups:
-                group["lr"] = cfg.optim.lr * max(1.0 - (frames - batch.numel()) / cfg.total_frames, 0.0)
+            set_lr(optimizer, cfg.optim.lr * max(1.0 - (frames - batch.numel()) / cfg.total_frames, 0.0))
         with torch.no_grad():
             advantage(batch)  # writes "advantage" and "value_target" ([num_envs, steps], time last)
         losses = update(batch.reshape(-1))

@@ -5,11 +5,10 @@ Run it with ``torchrl-train ddpg [key=value ...]`` or ``python ddpg.py [key=valu
 """
 from __future__ import annotations
 
-from torchrl import compile_with_warmup
 from torchrl.collectors import Collector
 from torchrl.data import LazyTensorStorage, TensorDictReplayBuffer
 from torchrl.objectives import DDPGLoss, SoftUpdate
-from torchrl.train import fast_adam, Run
+from torchrl.train import accelerate_update, fast_adam, Run
 from utils import make_ddpg_agent, make_envs
 
 # What the loss reads: the rest of each collected frame is not stored.
@@ -50,7 +49,7 @@ def main(cfg):
     optimizer = fast_adam([
         {"params": list(loss.actor_network_params.values(True, True)), "lr": cfg.optim.actor_lr},
         {"params": list(loss.value_network_params.values(True, True)), "lr": cfg.optim.critic_lr},
-    ])
+    ], capturable=cfg.cudagraphs)
 
     def update(sample):
         losses = loss(sample)
@@ -59,10 +58,9 @@ def main(cfg):
         (losses["loss_actor"] + losses["loss_value"]).backward()
         optimizer.step()
         target_updater.step()
-        return losses
+        return losses.detach()
 
-    if cfg.compile:
-        update = compile_with_warmup(update, warmup=1)
+    update = accelerate_update(update, compile=cfg.compile, cudagraphs=cfg.cudagraphs, device=device)
 
     # 6. Training loop (a resumed run continues from its checkpoint's frame count)
     checkpoint = {"collector": collector, "loss": loss, "optimizer": optimizer}

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import torch
 
-from torchrl import compile_with_warmup
 from torchrl.collectors import Collector
 from torchrl.data import LazyTensorStorage, TensorDictReplayBuffer
 from torchrl.objectives import DQNLoss, HardUpdate
-from torchrl.train import fast_adam, Run
+from torchrl.train import accelerate_update, fast_adam, Run, set_lr
 from utils import make_dqn_agent, make_envs
 
 # What the loss reads: the rest of each collected frame (Q-values, step counts...) is not stored.
@@ -52,7 +51,7 @@ def main(cfg):
     loss.make_value_estimator(gamma=cfg.loss.gamma)
     target_updater = HardUpdate(loss, value_network_update_interval=cfg.loss.target_update_interval)
     params = list(loss.value_network_params.values(True, True))
-    optimizer = fast_adam(params, lr=cfg.optim.lr)
+    optimizer = fast_adam(params, lr=cfg.optim.lr, capturable=cfg.cudagraphs)
 
     max_grad_norm = cfg.optim.max_grad_norm  # read once: config lookups are slow in a hot loop
 
@@ -63,10 +62,9 @@ def main(cfg):
         if max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
         optimizer.step()
-        return losses
+        return losses.detach()
 
-    if cfg.compile:
-        update = compile_with_warmup(update, warmup=1)
+    update = accelerate_update(update, compile=cfg.compile, cudagraphs=cfg.cudagraphs, device=device)
 
     # 6. Training loop (a resumed run continues from its checkpoint's frame count)
     checkpoint = {"collector": collector, "loss": loss, "optimizer": optimizer, "target_updater": target_updater}
@@ -81,8 +79,7 @@ def main(cfg):
         if len(buffer) >= cfg.collector.init_random_frames:
             # linear learning-rate decay over the run (to lr * lr_end_factor)
             decay = 1.0 - (1.0 - cfg.optim.lr_end_factor) * min(frames / cfg.total_frames, 1.0)
-            for group in optimizer.param_groups:
-                group["lr"] = cfg.optim.lr * decay
+            set_lr(optimizer, cfg.optim.lr * decay)
             for _ in range(cfg.optim.updates_per_batch):
                 losses = update(buffer.sample())
                 target_updater.step()

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import torch
 
-from torchrl import compile_with_warmup
 from torchrl.collectors import Collector
 from torchrl.data import LazyTensorStorage, SamplerWithoutReplacement, TensorDictReplayBuffer
 from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
-from torchrl.train import fast_adam, Run
+from torchrl.train import accelerate_update, fast_adam, Run, set_lr
 from utils import make_envs, make_ppo_models
 
 
@@ -51,7 +50,7 @@ def main(cfg):
         normalize_advantage=cfg.loss.normalize_advantage,
     )
     params = list(loss.parameters())
-    optimizer = fast_adam(params, lr=cfg.optim.lr, eps=1e-5)
+    optimizer = fast_adam(params, lr=cfg.optim.lr, eps=1e-5, capturable=cfg.cudagraphs)
 
     max_grad_norm = cfg.optim.max_grad_norm  # read once: config lookups are slow in a hot loop
 
@@ -65,10 +64,9 @@ def main(cfg):
         if max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
         optimizer.step()
-        return losses
+        return losses.detach()
 
-    if cfg.compile:
-        update = compile_with_warmup(update, warmup=1)
+    update = accelerate_update(update, compile=cfg.compile, cudagraphs=cfg.cudagraphs, device=device)
 
     # 6. Training loop (a resumed run continues from its checkpoint's frame count)
     checkpoint = {"collector": collector, "loss": loss, "optimizer": optimizer}
@@ -77,8 +75,7 @@ def main(cfg):
     for batch in collector:
         frames += batch.numel()
         if cfg.optim.anneal_lr:  # linear decay to 0 at total_frames
-            for group in optimizer.param_groups:
-                group["lr"] = cfg.optim.lr * max(1.0 - (frames - batch.numel()) / cfg.total_frames, 0.0)
+            set_lr(optimizer, cfg.optim.lr * max(1.0 - (frames - batch.numel()) / cfg.total_frames, 0.0))
         with torch.no_grad():
             advantage(batch)  # writes "advantage" and "value_target" ([num_envs, steps], time last)
         buffer.extend(batch.reshape(-1))

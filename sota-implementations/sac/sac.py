@@ -5,11 +5,10 @@ Run it with ``torchrl-train sac [key=value ...]`` or ``python sac.py [key=value 
 """
 from __future__ import annotations
 
-from torchrl import compile_with_warmup
 from torchrl.collectors import Collector
 from torchrl.data import LazyTensorStorage, TensorDictReplayBuffer
 from torchrl.objectives import SACLoss, SoftUpdate
-from torchrl.train import fast_adam, Run
+from torchrl.train import accelerate_update, fast_adam, Run
 from utils import make_envs, make_sac_agent
 
 # What the loss reads: the rest of each collected frame (loc, scale, step counts...) is not stored.
@@ -58,7 +57,7 @@ def main(cfg):
         {"params": list(loss.actor_network_params.values(True, True)), "lr": cfg.optim.lr},
         {"params": list(loss.qvalue_network_params.values(True, True)), "lr": cfg.optim.lr},
         {"params": [loss.log_alpha], "lr": cfg.optim.alpha_lr},
-    ])
+    ], capturable=cfg.cudagraphs)
 
     def update(sample):
         losses = loss(sample)
@@ -69,10 +68,9 @@ def main(cfg):
         total.backward()
         optimizer.step()
         target_updater.step()
-        return losses
+        return losses.detach()
 
-    if cfg.compile:
-        update = compile_with_warmup(update, warmup=1)
+    update = accelerate_update(update, compile=cfg.compile, cudagraphs=cfg.cudagraphs, device=device)
 
     # 6. Training loop (a resumed run continues from its checkpoint's frame count)
     checkpoint = {"collector": collector, "loss": loss, "optimizer": optimizer}

@@ -5,11 +5,10 @@ Run it with ``torchrl-train td3 [key=value ...]`` or ``python td3.py [key=value 
 """
 from __future__ import annotations
 
-from torchrl import compile_with_warmup
 from torchrl.collectors import Collector
 from torchrl.data import LazyTensorStorage, TensorDictReplayBuffer
 from torchrl.objectives import SoftUpdate, TD3Loss
-from torchrl.train import fast_adam, Run
+from torchrl.train import accelerate_update, fast_adam, Run
 from utils import half_width, make_envs, make_td3_agent
 
 # What the loss reads: the rest of each collected frame is not stored.
@@ -56,8 +55,10 @@ def main(cfg):
     )
     loss.make_value_estimator(gamma=cfg.loss.gamma)
     target_updater = SoftUpdate(loss, tau=cfg.loss.tau)
-    critic_optimizer = fast_adam(loss.qvalue_network_params.values(True, True), lr=cfg.optim.lr)
-    actor_optimizer = fast_adam(loss.actor_network_params.values(True, True), lr=cfg.optim.lr)
+    critic_optimizer = fast_adam(loss.qvalue_network_params.values(True, True), lr=cfg.optim.lr,
+                                 capturable=cfg.cudagraphs)
+    actor_optimizer = fast_adam(loss.actor_network_params.values(True, True), lr=cfg.optim.lr,
+                                capturable=cfg.cudagraphs)
 
     def update_critic(sample):
         loss_qvalue, _ = loss.value_loss(sample)
@@ -74,9 +75,8 @@ def main(cfg):
         target_updater.step()
         return loss_actor.detach()
 
-    if cfg.compile:
-        update_critic = compile_with_warmup(update_critic, warmup=1)
-        update_actor = compile_with_warmup(update_actor, warmup=1)
+    update_critic = accelerate_update(update_critic, compile=cfg.compile, cudagraphs=cfg.cudagraphs, device=device)
+    update_actor = accelerate_update(update_actor, compile=cfg.compile, cudagraphs=cfg.cudagraphs, device=device)
 
     # 6. Training loop (a resumed run continues from its checkpoint's frame count)
     checkpoint = {"collector": collector, "loss": loss, "critic_optimizer": critic_optimizer,

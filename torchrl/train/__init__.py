@@ -52,7 +52,9 @@ Public names:
 - :class:`Progress` (``_progress.py``): tqdm bar over frames, or periodic lines without tqdm.
 - :class:`LearningCurve`, :func:`read_curve`, :func:`plot_learning_curves` (``_curve.py``): ``curve.csv``
   and its PNG (matplotlib's Agg canvas; no PNG, and ``False`` returned, without matplotlib).
-- :func:`fast_adam` (``_optim.py``): Adam with the fused kernel when available.
+- :func:`fast_adam` (``_optim.py``): Adam with the fused kernel when available (``capturable=True`` for CUDA graphs).
+- :func:`accelerate_update`, :func:`set_lr` (``_accelerate.py``): the ``compile`` and ``cudagraphs`` options of
+  the recipes around their update step; learning-rate changes that a captured graph sees.
 - :func:`main`, :func:`run_recipe`, :func:`compose_config`, :func:`find_recipe`, :func:`load_recipe`,
   :func:`available_recipes`, :func:`recipe_dirs` (``cli.py``).
 
@@ -81,6 +83,8 @@ _LAZY = {
     "ACTIVATIONS": "_models",
     "make_actor_critic": "_models",
     "fast_adam": "_optim",
+    "accelerate_update": "_accelerate",
+    "set_lr": "_accelerate",
     "Progress": "_progress",
     "CHECKPOINT_NAME": "_run",
     "print_summary": "_run",
