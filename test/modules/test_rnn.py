@@ -251,9 +251,11 @@ def test_recompute_and_compute_dtype():
         out64 = double(data.clone())["feat"]
     out.sum().backward()
     torch.testing.assert_close(out, ref)
-    assert out64.dtype == torch.float32
-    torch.testing.assert_close(out64, ref, atol=1e-5, rtol=1e-5)
+    # as TorchRL documents, the compute dtype is the "triton" backend's: "pad" ignores it
+    assert out64.dtype == torch.float32 and torch.equal(out64, ref)
     assert recompute.gru.weight_ih_l0.grad is not None
+    with pytest.raises(ValueError, match="recurrent_compute_dtype must be a floating torch.dtype"):
+        _make(GRUModule, recurrent_compute_dtype=torch.int32)
 
 
 def test_flat_one_dim_sequence():
@@ -278,10 +280,16 @@ def test_make_python_and_cudnn_based_keep_results():
         torch.testing.assert_close(module(data.clone())["feat"], ref, atol=1e-5, rtol=1e-5)
 
 
-def test_triton_backend_needs_cuda():
+def test_triton_backend_needs_triton_and_cuda(monkeypatch):
+    from torchrl.modules.tensordict_module import _recurrent_base
+
+    monkeypatch.setattr(_recurrent_base, "_has_triton", lambda: False)
+    with pytest.raises(RuntimeError, match="recurrent_backend='triton' requires the triton package"):
+        _make(GRUModule, backend="triton")
+    monkeypatch.setattr(_recurrent_base, "_has_triton", lambda: True)
     module = _make(GRUModule, backend="triton")
     data = TensorDict(obs=torch.randn(1, 3, 3), is_init=torch.ones(1, 3, 1, dtype=torch.bool), batch_size=[1, 3])
-    with set_recurrent_mode(True), pytest.raises(RuntimeError, match="needs CUDA"):
+    with set_recurrent_mode(True), pytest.raises(RuntimeError, match="runs on CUDA only \\(got cpu data\\)"):
         module(data)
     auto = _make(GRUModule, backend="auto")
     with set_recurrent_mode(True):
@@ -459,17 +467,35 @@ class TestModes:
             plain.recurrent_mode = True
         assert not plain.recurrent_mode
 
-    def test_matmul_precision(self):
-        assert get_recurrent_matmul_precision() == "ieee"
-        set_recurrent_matmul_precision("fast")
+    def test_matmul_precision(self, monkeypatch):
+        from torchrl.modules.tensordict_module import _recurrent_mode
+
+        assert get_recurrent_matmul_precision() in ("ieee", "tf32x3", "tf32")
         try:
+            set_recurrent_matmul_precision("tf32")
+            assert get_recurrent_matmul_precision() == "tf32"
+            # presets resolve on the GPU: TF32 only with tensor cores (Ampere or newer)
+            set_recurrent_matmul_precision("fast")
+            monkeypatch.setattr(_recurrent_mode, "_tensor_cores", lambda device: False)
+            assert get_recurrent_matmul_precision() == "ieee"
+            monkeypatch.setattr(_recurrent_mode, "_tensor_cores", lambda device: True)
             assert get_recurrent_matmul_precision() == "tf32"
             set_recurrent_matmul_precision("high-prec")
             assert get_recurrent_matmul_precision() == "tf32x3"
+            set_recurrent_matmul_precision(None)  # auto: torch's setting ("medium" -> "fast" -> "tf32" here)
+            previous = torch.get_float32_matmul_precision()
+            torch.set_float32_matmul_precision("medium")
+            try:
+                assert get_recurrent_matmul_precision() == "tf32"
+                assert _recurrent_mode._resolve_precision("ieee") == "ieee"  # a module's own mode wins
+            finally:
+                torch.set_float32_matmul_precision(previous)
         finally:
             set_recurrent_matmul_precision(None)
-        with pytest.raises(ValueError, match="Unknown recurrent matmul precision"):
+        with pytest.raises(ValueError, match=r"Invalid recurrent_matmul_precision='double'. Expected one of"):
             set_recurrent_matmul_precision("double")
+        with pytest.raises(ValueError, match=r"Invalid recurrent_matmul_precision='double'"):
+            _make(GRUModule, recurrent_matmul_precision="double")
         module = _make(GRUModule, recurrent_matmul_precision="tf32")
         out = module(TensorDict(obs=torch.randn(3), is_init=torch.ones(1, dtype=torch.bool)))
         assert out["feat"].shape == (5,) and torch.get_float32_matmul_precision() == "highest"

@@ -16,9 +16,11 @@ from torch.utils.checkpoint import checkpoint
 from torchrl._fast import fast_get, fast_set, new_td
 from torchrl.data.tensor_specs import Unbounded
 from torchrl.envs.transforms._tensordict_primer import TensorDictPrimer
-from torchrl.modules.tensordict_module._rnn_core import _flat_weights, padded_run, scan_run
 from torchrl.modules.tensordict_module._python_rnn import GRU, LSTM
-from torchrl.modules.tensordict_module._recurrent_mode import _precision_context, _resolve_precision, recurrent_mode
+from torchrl.modules.tensordict_module._recurrent_auto import AUTO, problem_key
+from torchrl.modules.tensordict_module._recurrent_mode import _check_mode, _resolve_precision, recurrent_mode
+from torchrl.modules.tensordict_module._rnn_core import _flat_weights, padded_run, scan_run
+from torchrl.modules.tensordict_module._rnn_triton import triton_run
 
 __all__ = ["RecurrentModuleBase", "canonicalize_rnn_subset"]
 
@@ -54,7 +56,6 @@ class RecurrentModuleBase(TensorDictModuleBase):
 
     _STATE_NAMES: tuple[str, ...] = ()
     _RNN_ATTR = ""
-    _compiled_scan = None  # torch.compile'd scan, built on first use
     _next_names = None  # plain names of the next-state keys under "next" (None for deeper keys); see _write_next
 
     # -- construction -------------------------------------------------------------------------------------
@@ -114,7 +115,14 @@ class RecurrentModuleBase(TensorDictModuleBase):
             raise ValueError(f"{owner}: recurrent_backend must be one of {list(_BACKENDS)}, got {recurrent_backend!r}.")
         if recompute not in ("none", "full"):
             raise ValueError(f"{owner}: recurrent_recompute must be 'none' or 'full', got {recompute!r}.")
-        _resolve_precision(matmul_precision)
+        _check_mode(matmul_precision)
+        if not (isinstance(compute_dtype, torch.dtype) and compute_dtype.is_floating_point):
+            raise ValueError(f"{owner}: recurrent_compute_dtype must be a floating torch.dtype, got {compute_dtype!r}.")
+        if recurrent_backend == "triton" and not _has_triton():
+            raise RuntimeError(
+                f"{owner}: recurrent_backend='triton' requires the triton package (pip install triton) and runs on "
+                f"CUDA only; use recurrent_backend='auto', 'pad' or 'scan'."
+            )
         self.python_based = bool(python_based)
         self.recurrent_backend = recurrent_backend
         self.recurrent_compute_dtype = compute_dtype
@@ -230,44 +238,79 @@ class RecurrentModuleBase(TensorDictModuleBase):
                 return x, None, is_init
         raise _missing_state_error(self, self._state_keys, recurrent)
 
-    def _backend(self, device: torch.device) -> str:
+    def _backend(self, seq: torch.Tensor, h_init, c_init, starts) -> str:
+        """The kernel of this call; ``"auto"`` measures the candidates once per kind of problem (see
+        :mod:`~torchrl.modules.tensordict_module._recurrent_auto`)."""
         backend = self.recurrent_backend
         if self.python_based and backend != "triton":
             return "scan"
-        if backend == "auto":
-            if device.type != "cuda":
-                return "scan"  # measured faster than the padded fused calls on CPU (benchmarks/bench_modules.py)
-            return "triton" if _has_triton() else "pad"
-        if backend == "triton" and (device.type != "cuda" or not _has_triton()):
+        if backend == "triton" and seq.device.type != "cuda":
             raise RuntimeError(
-                f"{type(self).__name__}: recurrent_backend='triton' needs CUDA data and the triton package (got "
-                f"{device.type} data); use recurrent_backend='auto', 'pad' or 'scan'."
+                f"{type(self).__name__}: recurrent_backend='triton' runs on CUDA only (got {seq.device.type} data); "
+                f"use recurrent_backend='auto', 'pad' or 'scan'."
             )
-        return backend
+        if backend != "auto":
+            return backend
+        if torch.compiler.is_compiling():
+            return "scan"  # no data-dependent shapes, no measuring inside a graph
+        params = [p for p in self.rnn.parameters() if p.requires_grad]
+        grad = torch.is_grad_enabled() and (seq.requires_grad or bool(params))
+        key = problem_key(self.rnn, seq, grad)
+        choice = AUTO.choices.get(key)
+        if choice is None:
+            choice = AUTO.choose(key, self._trial_runs(seq, h_init, c_init, starts, params, grad), device=seq.device)
+        return choice
 
-    def _run(self, backend: str, x, h_init, c_init, starts, dtype):
+    def _trial_runs(self, seq, h_init, c_init, starts, params, grad) -> dict:
+        """One full run per candidate backend on detached copies of this call's data (forward + backward
+        when ``grad``), for :class:`~torchrl.modules.tensordict_module._recurrent_auto.BackendChooser`."""
+        candidates = ["pad", "scan"]
+        if seq.device.type == "cuda" and _has_triton():
+            candidates.append("triton")
+        x = seq.detach().requires_grad_(seq.requires_grad and grad)
+        h0 = None if h_init is None else h_init.detach()
+        c0 = None if c_init is None else c_init.detach()
+        inputs = params + ([x] if x.requires_grad else [])
+
+        def trial(backend):
+            def run():
+                with torch.set_grad_enabled(grad):
+                    y, h, c = self._kernel(backend, x, h0, c0, starts)
+                    if grad:
+                        loss = h.sum() if c is None else h.sum() + c.sum()
+                        torch.autograd.grad(loss, inputs, allow_unused=True)
+            return run
+
+        return {backend: trial(backend) for backend in candidates}
+
+    def _kernel(self, backend: str, x, h_init, c_init, starts):
+        if self.recurrent_recompute == "full" and torch.is_grad_enabled():
+            return checkpoint(self._run, backend, x, h_init, c_init, starts, use_reentrant=False)
+        return self._run(backend, x, h_init, c_init, starts)
+
+    def _run(self, backend: str, x, h_init, c_init, starts):
         rnn = self.rnn
         if backend == "scan":
-            return scan_run(rnn, x, h_init, c_init, starts, dtype=dtype)
-        if backend == "pad":
-            return padded_run(rnn, x, h_init, c_init, starts, dtype=dtype)
-        if self._compiled_scan is None:
-            self._compiled_scan = torch.compile(scan_run, dynamic=True)
-        return self._compiled_scan(rnn, x, h_init, c_init, starts, dtype=dtype)
+            return scan_run(rnn, x, h_init, c_init, starts)
+        if backend == "triton" and not getattr(rnn, "proj_size", 0):
+            precision = _resolve_precision(self.recurrent_matmul_precision, x.device)
+            dtype = self.recurrent_compute_dtype
+            return triton_run(rnn, x, h_init, c_init, starts, matmul_dtype=dtype, precision=precision)
+        return padded_run(rnn, x, h_init, c_init, starts)  # "pad" (and "triton" with an LSTM projection)
 
-    def _step(self, x, states, dtype):
+    def _step(self, x, states):
         """One step for ``x [N, F]``; ``states``: list of ``[N, L, H]`` (or None). Returns output and states."""
         rnn = self.rnn
         n = x.shape[0]
         if self.python_based:
             inits = [None, None] if states is None else [s.unsqueeze(1) for s in states] + [None]
-            y, h, c = scan_run(rnn, x.unsqueeze(1), inits[0], inits[1], None, dtype=dtype)
+            y, h, c = scan_run(rnn, x.unsqueeze(1), inits[0], inits[1], None)
             return y[:, 0], [h[:, 0]] + ([c[:, 0]] if c is not None else [])
         if states is None:
             hx = [x.new_zeros(shape[0], n, shape[1]) for shape in self._state_shapes()]
         else:
             hx = [s.transpose(0, 1).contiguous() for s in states]
-        weights = _flat_weights(rnn, dtype)
+        weights = _flat_weights(rnn, None)
         if rnn.mode == "LSTM":
             out, h, c = torch.lstm(x.unsqueeze(1), (hx[0], hx[1]), weights, rnn.bias, rnn.num_layers, float(rnn.dropout), rnn.training, False, True)
             return out[:, 0], [h.transpose(0, 1), c.transpose(0, 1)]
@@ -284,21 +327,10 @@ class RecurrentModuleBase(TensorDictModuleBase):
             )
         x, states, is_init = self._read(tensordict, recurrent)
         batch = tensordict.batch_size
-        dtype = self.recurrent_compute_dtype
-        param_dtype = self.rnn.weight_ih_l0.dtype
-        cast = dtype if dtype is not None and dtype != param_dtype else None
-        out_dtype = x.dtype
-        if cast is not None:
-            x = x.to(cast)
-            states = None if states is None else [s.to(cast) for s in states]
-        with _precision_context(self.recurrent_matmul_precision):
-            if not recurrent:
-                y, new_states = self._forward_step(x, states, is_init, batch, cast)
-            else:
-                y, new_states = self._forward_sequence(x, states, is_init, batch, cast)
-        if cast is not None:
-            y = y.to(out_dtype)
-            new_states = [value.to(out_dtype) for value in new_states]
+        if not recurrent:
+            y, new_states = self._forward_step(x, states, is_init, batch)
+        else:
+            y, new_states = self._forward_sequence(x, states, is_init, batch)
         fast_set(tensordict, self._out_key, y)
         self._write_next(tensordict, new_states)
         return tensordict
@@ -320,17 +352,17 @@ class RecurrentModuleBase(TensorDictModuleBase):
         for key, value in zip(self._next_state_keys, values):
             tensordict.set(key, value)
 
-    def _forward_step(self, x, states, is_init, batch, dtype):
+    def _forward_step(self, x, states, is_init, batch):
         n = batch.numel()
         flat_states = None if states is None else [s.reshape(n, *s.shape[-2:]) for s in states]
         if flat_states is not None and is_init is not None and bool(is_init.any()):
             # an episode starts here: zero state, whatever the data carried over (e.g. across a partial reset)
             fresh = is_init.reshape(n, -1).any(-1)[:, None, None]
             flat_states = [torch.where(fresh, torch.zeros((), dtype=s.dtype, device=s.device), s) for s in flat_states]
-        y, new = self._step(x.reshape(n, x.shape[-1]), flat_states, dtype)
+        y, new = self._step(x.reshape(n, x.shape[-1]), flat_states)
         return y.reshape(*batch, y.shape[-1]), [s.reshape(*batch, *s.shape[-2:]) for s in new]
 
-    def _forward_sequence(self, x, states, is_init, batch, dtype):
+    def _forward_sequence(self, x, states, is_init, batch):
         if is_init is None:
             raise KeyError(
                 f"{type(self).__name__}: recurrent mode needs {self._is_init_key!r} to find where episodes start "
@@ -342,12 +374,8 @@ class RecurrentModuleBase(TensorDictModuleBase):
         starts = is_init.reshape(n, steps, -1).any(-1)
         seq = x.reshape(n, steps, x.shape[-1])
         inits = [None, None] if states is None else [s.reshape(n, steps, *s.shape[-2:]) for s in states] + [None]
-        backend = self._backend(x.device)
-        run = self._run
-        if self.recurrent_recompute == "full" and torch.is_grad_enabled():
-            y, h, c = checkpoint(run, backend, seq, inits[0], inits[1], starts, dtype, use_reentrant=False)
-        else:
-            y, h, c = run(backend, seq, inits[0], inits[1], starts, dtype)
+        backend = self._backend(seq, inits[0], inits[1], starts)
+        y, h, c = self._kernel(backend, seq, inits[0], inits[1], starts)
         new = [h] + ([c] if c is not None else [])
         return y.reshape(*batch, y.shape[-1]), [s.reshape(*batch, *s.shape[-2:]) for s in new]
 

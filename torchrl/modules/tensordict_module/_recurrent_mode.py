@@ -1,7 +1,7 @@
 """Global switches of the recurrent modules: the recurrent mode and the matmul precision of recurrences."""
 from __future__ import annotations
 
-import contextlib
+import os
 from typing import Literal
 
 import torch
@@ -85,64 +85,88 @@ class set_recurrent_mode(_DecoratorContextManager):  # noqa: N801 - TorchRL's pu
 
 
 # -- matmul precision ---------------------------------------------------------------------------------------
-_TORCH_SETTING = {"ieee": "highest", "tf32x3": "high", "tf32": "medium"}
-_FROM_TORCH = {v: k for k, v in _TORCH_SETTING.items()}
+# torch's global float32 setting, read as a recurrent mode: "highest" -> ieee, "high" -> high-prec, "medium" -> fast
+_FROM_TORCH = {"highest": "ieee", "high": "high-prec", "medium": "fast"}
+_PRESETS = {"fast": "tf32", "high-prec": "tf32x3"}
 _USER_MODES = ("auto", "fast", "high-prec", "ieee", "tf32", "tf32x3")
+_ENV_VAR = "TORCHRL_RNN_PRECISION"
 
 
-def _resolve_precision(mode: str | None) -> RecurrentMatmulPrecision:
+def _check_mode(mode: str | None, what: str = "recurrent_matmul_precision") -> None:
+    if mode is not None and mode not in _USER_MODES:
+        raise ValueError(f"Invalid {what}={mode!r}. Expected one of {list(_USER_MODES)}.")
+
+
+_ENV_MODE = os.environ.get(_ENV_VAR) or None
+_check_mode(_ENV_MODE, _ENV_VAR)
+
+
+def _tensor_cores(device: torch.device | None) -> bool:
+    """Whether ``device`` (the current CUDA device when ``None``) has TF32 tensor cores (Ampere or newer)."""
+    if device is None:
+        if not torch.cuda.is_available():
+            return False
+        device = torch.device("cuda", torch.cuda.current_device())
+    if device.type != "cuda":
+        return False
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    cached = _CAPABILITY.get(index)
+    if cached is None:
+        cached = _CAPABILITY[index] = torch.cuda.get_device_capability(index)[0] >= 8
+    return cached
+
+
+_CAPABILITY: dict[int, bool] = {}
+
+
+def _resolve_precision(mode: str | None, device: torch.device | None = None) -> RecurrentMatmulPrecision:
+    """A concrete precision: the module's ``mode`` unless ``"auto"``, then the global override, then the
+    ``TORCHRL_RNN_PRECISION`` variable, then torch's float32 setting; presets resolve on ``device``."""
+    _check_mode(mode)
     if mode is None or mode == "auto":
-        return _FROM_TORCH.get(torch.get_float32_matmul_precision(), "ieee")
-    if mode == "fast":
-        return "tf32"
-    if mode == "high-prec":
-        return "tf32x3"
-    if mode in _TORCH_SETTING:
-        return mode
-    raise ValueError(f"Unknown recurrent matmul precision {mode!r}; expected one of {list(_USER_MODES)}.")
+        mode = _STATE["precision"] or _ENV_MODE
+    if mode is None or mode == "auto":
+        mode = _FROM_TORCH.get(torch.get_float32_matmul_precision(), "ieee")
+    if mode in _PRESETS:
+        return _PRESETS[mode] if _tensor_cores(device) else "ieee"
+    return mode
 
 
 def set_recurrent_matmul_precision(mode: str | None) -> None:
-    """Sets the float32 matmul precision used inside recurrences (``None`` restores ``"auto"``).
+    """Sets the process-wide precision of the ``"triton"`` backend's recurrent matmuls.
 
-    ``"ieee"`` is full float32, ``"tf32x3"`` (``"high-prec"``) and ``"tf32"`` (``"fast"``) allow the faster
-    reduced-precision modes of recent GPUs (they map onto :func:`torch.set_float32_matmul_precision`'s
-    ``"highest"``, ``"high"`` and ``"medium"`` while a recurrence runs). ``"auto"`` follows torch's
-    global setting. CPU matmuls are unaffected.
+    ``"ieee"``: full float32. ``"tf32"``: TensorFloat-32 tensor cores (Ampere or newer GPUs; about 10
+    mantissa bits, cuDNN's default). ``"tf32x3"``: each product computed as three TF32 products (about 22
+    bits). Presets resolved on the GPU that runs the recurrence: ``"fast"`` (``"tf32"`` on Ampere or newer,
+    else ``"ieee"``) and ``"high-prec"`` (``"tf32x3"`` there, else ``"ieee"``). ``"auto"`` or ``None``
+    clears the override: the ``TORCHRL_RNN_PRECISION`` environment variable (read at import) applies, else
+    :func:`torch.get_float32_matmul_precision` (``"highest"`` -> ``"ieee"``, ``"high"`` -> ``"high-prec"``,
+    ``"medium"`` -> ``"fast"``). A module's own ``recurrent_matmul_precision`` (other than ``"auto"``) wins.
+    The setting is read at every call. CPU matmuls and the ``"pad"``/``"scan"`` backends ignore it.
+
+    Args:
+        mode (str or None): one of ``"auto"``, ``"fast"``, ``"high-prec"``, ``"ieee"``, ``"tf32"``,
+            ``"tf32x3"`` or ``None``.
+
+    Raises:
+        ValueError: for any other mode.
 
     Examples:
         >>> from torchrl.modules import get_recurrent_matmul_precision, set_recurrent_matmul_precision
-        >>> set_recurrent_matmul_precision("fast")
+        >>> set_recurrent_matmul_precision("tf32")
         >>> get_recurrent_matmul_precision()
         'tf32'
+        >>> set_recurrent_matmul_precision("fast")  # resolves on the current GPU: "ieee" without one
         >>> set_recurrent_matmul_precision(None)
     """
-    if mode is not None:
-        _resolve_precision(mode)
-    _STATE["precision"] = mode
+    _check_mode(mode)
+    _STATE["precision"] = None if mode == "auto" else mode
 
 
 def get_recurrent_matmul_precision() -> RecurrentMatmulPrecision:
-    """The precision recurrences use now (the global setting resolved against torch's; see the setter)."""
-    return _resolve_precision(_STATE["precision"])
+    """The concrete precision (``"ieee"``, ``"tf32"`` or ``"tf32x3"``) recurrences run at now.
 
-
-def _precision_context(module_mode: str):
-    """Applies a module's precision (its own when not ``"auto"``, else the global one) for one call."""
-    wanted = _resolve_precision(_STATE["precision"] if module_mode == "auto" else module_mode)
-    setting = _TORCH_SETTING[wanted]
-    current = torch.get_float32_matmul_precision()
-    if setting == current:
-        return contextlib.nullcontext()
-    return _TorchPrecision(setting, current)
-
-
-class _TorchPrecision:
-    def __init__(self, setting: str, previous: str) -> None:
-        self.setting, self.previous = setting, previous
-
-    def __enter__(self) -> None:
-        torch.set_float32_matmul_precision(self.setting)
-
-    def __exit__(self, *exc) -> None:
-        torch.set_float32_matmul_precision(self.previous)
+    Presets are resolved on the current CUDA device (``"ieee"`` without one); per-module settings are not
+    seen here (see :func:`set_recurrent_matmul_precision`).
+    """
+    return _resolve_precision(None)

@@ -51,9 +51,16 @@ def _reset_steps(starts: torch.Tensor | None, n_steps: int) -> list[bool]:
     return [False] + starts[:, 1:].any(0).tolist()
 
 
+def _steps(value: torch.Tensor | None) -> tuple | None:
+    """``value [N, T, ...]`` as ``T`` views ``[N, ...]``: one ``unbind`` (its backward is one stack), not ``T``
+    selects (each of whose backwards writes a zero tensor of the whole input)."""
+    return None if value is None else value.unbind(1)
+
+
 def _select(mask: torch.Tensor, stored: torch.Tensor | None, carried: torch.Tensor) -> torch.Tensor:
-    fresh = torch.zeros_like(carried) if stored is None else stored
-    return torch.where(mask.unsqueeze(-1), fresh, carried)
+    if stored is None:
+        return carried.masked_fill(mask.unsqueeze(-1), 0)
+    return torch.where(mask.unsqueeze(-1), stored, carried)
 
 
 def lstm_layer(
@@ -64,25 +71,27 @@ def lstm_layer(
     c_init: torch.Tensor | None,
     starts: torch.Tensor | None,
     hidden_size: int,
+    resets: list[bool] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """One LSTM layer over time. ``gi = x @ w_ih.T + b_ih + b_hh`` for all steps ``[N, T, 4H]``.
 
+    ``resets[t]``: whether any row restarts at step ``t`` (computed from ``starts`` when not given).
     Returns ``(h, c)`` after every step: ``[N, T, H_out]`` and ``[N, T, H]``.
     """
     n, steps = gi.shape[:2]
     h_size = w_hr.shape[0] if w_hr is not None else hidden_size
-    h = h_init[:, 0] if h_init is not None else gi.new_zeros(n, h_size)
-    c = c_init[:, 0] if c_init is not None else gi.new_zeros(n, hidden_size)
+    gis, h_inits, c_inits, masks = _steps(gi), _steps(h_init), _steps(c_init), _steps(starts)
+    h = h_inits[0] if h_init is not None else gi.new_zeros(n, h_size)
+    c = c_inits[0] if c_init is not None else gi.new_zeros(n, hidden_size)
     w_hh_t = w_hh.t()
     w_hr_t = w_hr.t() if w_hr is not None else None
-    resets = _reset_steps(starts, steps)
+    resets = _reset_steps(starts, steps) if resets is None else resets
     hs, cs = [], []
     for t in range(steps):
         if resets[t]:
-            mask = starts[:, t]
-            h = _select(mask, None if h_init is None else h_init[:, t], h)
-            c = _select(mask, None if c_init is None else c_init[:, t], c)
-        gates = torch.addmm(gi[:, t], h, w_hh_t)
+            h = _select(masks[t], None if h_init is None else h_inits[t], h)
+            c = _select(masks[t], None if c_init is None else c_inits[t], c)
+        gates = torch.addmm(gis[t], h, w_hh_t)
         i, f, g, o = gates.chunk(4, -1)
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
         h = torch.sigmoid(o) * torch.tanh(c)
@@ -99,18 +108,20 @@ def gru_layer(
     b_hh: torch.Tensor | None,
     h_init: torch.Tensor | None,
     starts: torch.Tensor | None,
+    resets: list[bool] | None = None,
 ) -> torch.Tensor:
     """One GRU layer over time. ``gi = x @ w_ih.T + b_ih`` for all steps ``[N, T, 3H]``; returns ``h`` per step."""
     n, steps = gi.shape[:2]
     hidden = w_hh.shape[1]
-    h = h_init[:, 0] if h_init is not None else gi.new_zeros(n, hidden)
-    resets = _reset_steps(starts, steps)
+    gis, h_inits, masks = _steps(gi), _steps(h_init), _steps(starts)
+    h = h_inits[0] if h_init is not None else gi.new_zeros(n, hidden)
+    resets = _reset_steps(starts, steps) if resets is None else resets
     hs = []
     for t in range(steps):
         if resets[t]:
-            h = _select(starts[:, t], None if h_init is None else h_init[:, t], h)
+            h = _select(masks[t], None if h_init is None else h_inits[t], h)
         gh = F.linear(h, w_hh, b_hh)
-        i_r, i_z, i_n = gi[:, t].chunk(3, -1)
+        i_r, i_z, i_n = gis[t].chunk(3, -1)
         h_r, h_z, h_n = gh.chunk(3, -1)
         r = torch.sigmoid(i_r + h_r)
         z = torch.sigmoid(i_z + h_z)
@@ -138,6 +149,7 @@ def scan_run(
     Returns ``(y [N, T, H_out], h [N, T, L, H_out], c [N, T, L, H] or None)``.
     """
     is_lstm = rnn.mode == "LSTM"
+    resets = _reset_steps(starts, x.shape[1])
     layer_in = x
     hs, cs = [], []
     for layer in range(rnn.num_layers):
@@ -145,11 +157,12 @@ def scan_run(
         if is_lstm:
             bias = None if b_ih is None else b_ih + b_hh
             gi = F.linear(layer_in, w_ih, bias)
-            h, c = lstm_layer(gi, w_hh, w_hr, _layer_slice(h_init, layer), _layer_slice(c_init, layer), starts, rnn.hidden_size)
+            h_0, c_0 = _layer_slice(h_init, layer), _layer_slice(c_init, layer)
+            h, c = lstm_layer(gi, w_hh, w_hr, h_0, c_0, starts, rnn.hidden_size, resets)
             cs.append(c)
         else:
             gi = F.linear(layer_in, w_ih, b_ih)
-            h = gru_layer(gi, w_hh, b_hh, _layer_slice(h_init, layer), starts)
+            h = gru_layer(gi, w_hh, b_hh, _layer_slice(h_init, layer), starts, resets)
         hs.append(h)
         layer_in = h
         if rnn.dropout and rnn.training and layer < rnn.num_layers - 1:
@@ -174,10 +187,11 @@ def _linear_recurrence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
     Elementwise only (the matmuls were done for all steps at once), so the loop over time is cheap.
     """
-    c = b[:, 0]
+    a_steps, b_steps = a.unbind(1), b.unbind(1)
+    c = b_steps[0]
     out = [c]
-    for t in range(1, a.shape[1]):
-        c = torch.addcmul(b[:, t], a[:, t], c)
+    for t in range(1, len(a_steps)):
+        c = torch.addcmul(b_steps[t], a_steps[t], c)
         out.append(c)
     return torch.stack(out, 1)
 
