@@ -11,7 +11,7 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, is_ten
 from torch.utils._pytree import tree_map
 
 from torchrl._utils._backends import get_service_backend
-from torchrl.data.replay_buffers._utils import _leading_len, load_json, save_json
+from torchrl.data.replay_buffers._utils import _leading_len, load_json, save_json, to_device
 from torchrl.data.replay_buffers.storages._list_storage import ListStorage
 
 _SERVICE_BACKENDS = ("direct", "local")
@@ -100,13 +100,20 @@ _MERGED_FLAGS = ("is_init", "terminated")
 
 
 def info_into_data(data: TensorDictBase, info: dict) -> TensorDictBase:
-    """Writes the per-sample info (index, weights, slice flags) into the sampled tensordict."""
+    """Writes the per-sample info (index, weights, slice flags) into the sampled tensordict.
+
+    Info tensors on another device than the data (CPU indices of a memory-mapped storage whose samples go
+    to a GPU) are copied there without blocking the host (``TensorDict.set`` would copy them blocking).
+    """
     batch = data.batch_size
+    device = data.device
     for key, value in info.items():
         if key == "index" and isinstance(value, tuple):
             value = torch.stack(value, -1)
         if not isinstance(value, torch.Tensor):
             continue
+        if device is not None and value.device != device:
+            value = to_device(value, device)
         if value.shape[: len(batch)] != batch:
             if value.shape == batch[: value.ndim]:
                 value = value.reshape(*value.shape, *([1] * (len(batch) - value.ndim))).expand(
@@ -122,6 +129,22 @@ def info_into_data(data: TensorDictBase, info: dict) -> TensorDictBase:
                 value = stored | value.reshape(stored.shape)
         data.set(key, value)
     return data
+
+
+def pin_cpu_memory(data: Any) -> Any:
+    """``data`` with its CPU tensors in pinned memory (``pin_memory=True``); tensors elsewhere are left as they are.
+
+    As TorchRL: only CPU samples are pinned (a storage may already return samples on a GPU). Pinned batches
+    can be moved to a GPU with ``.to(device, non_blocking=True)`` while the host goes on.
+    """
+    if isinstance(data, torch.Tensor):
+        return data.pin_memory() if data.device.type == "cpu" else data
+    if is_tensor_collection(data):
+        device = data.device
+        if device is not None:
+            return data.pin_memory() if device.type == "cpu" else data
+        return data.apply(lambda x: x.pin_memory() if x.device.type == "cpu" else x)
+    return tree_map(lambda x: pin_cpu_memory(x) if isinstance(x, torch.Tensor) else x, data)
 
 
 # ---------------------------------------------------------------------------- prefetching and background work

@@ -59,9 +59,12 @@ class ReplayBuffer(metaclass=_BufferMeta):
         writer (Writer or callable, optional): where data is written. Defaults to :class:`RoundRobinWriter`.
         collate_fn (callable, optional): applied to what the storage returns. Defaults to stacking list
             storage samples and passing tensor storage samples through.
-        pin_memory (bool, optional): pin sampled tensors (CUDA hosts only). Defaults to ``False``.
-        prefetch (int, optional): number of batches sampled ahead by background threads. Defaults to
-            ``None`` (no prefetching).
+        pin_memory (bool, optional): pin the CPU tensors of sampled batches, so that moving them to a GPU with
+            ``.to(device, non_blocking=True)`` does not block the host (CUDA hosts only: without CUDA it warns
+            and does nothing). Samples a storage returns on a GPU are left as they are. Defaults to ``False``.
+        prefetch (int, optional): number of batches sampled ahead by background threads (with a CPU storage
+            and ``pin_memory=True``, the next batches are gathered and pinned while the GPU works). Defaults
+            to ``None`` (no prefetching).
         transform (Transform, callable or list, optional): applied to sampled data; its inverse (``inv``)
             is applied to written data.
         transform_factory (callable, optional): builds ``transform`` (exclusive with it).
@@ -335,7 +338,7 @@ class ReplayBuffer(metaclass=_BufferMeta):
         if self._transform is not None and len(self._transform):
             data = ops.apply_transform(self._transform, data, inverse=False)
         if self._pin_memory:
-            data = data.pin_memory()
+            data = ops.pin_cpu_memory(data)
         return data, info
 
     def _sample_maybe_prefetched(self, batch_size: int | None) -> tuple[Any, dict]:

@@ -61,6 +61,12 @@ class TensorDictReplayBuffer(ReplayBuffer):
         if update_priority is None:
             update_priority = isinstance(self._sampler, PrioritizedSampler) and self.priority_key in tensordicts.keys(True)
         if update_priority:
+            priority = tensordicts.get(self.priority_key, None)
+            if priority is not None and self._storage.ndim == 1 and tensordicts.batch_dims and (
+                index.numel() == tensordicts.shape[0]
+            ):  # the written slots straight from the writer (CPU, as the trees): no round trip through the data
+                self.update_priority(index, priority.detach())
+                return index
             if tensordicts.batch_dims and index.numel() == tensordicts.shape[0]:
                 batch = tensordicts.batch_size  # the written slots, in a copy: the input stays as it was
                 tensordicts = tensordicts.copy().set("index", index.reshape(-1, *([1] * (len(batch) - 1))).expand(batch))

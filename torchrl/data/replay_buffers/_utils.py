@@ -31,6 +31,35 @@ def _as_index(index: Any, device: torch.device | str | None = None) -> torch.Ten
     return torch.as_tensor(np.asarray(index), dtype=torch.long, device=device).reshape(-1)
 
 
+_CPU = torch.device("cpu")
+
+
+def to_device(tensor: torch.Tensor, device: torch.device | None) -> torch.Tensor:
+    """``tensor`` on ``device`` (``None``: the CPU), without making the host wait where it need not.
+
+    Copies to an accelerator are issued with ``non_blocking=True``: the host does not wait for the queued
+    kernels (a blocking host-to-device copy synchronises the stream), and kernels that later read the copy run
+    after it on the same stream. Copies to the CPU block, because the host reads them next.
+    """
+    target = _CPU if device is None else device
+    if tensor.device == target:
+        return tensor
+    return tensor.to(target, non_blocking=target.type != "cpu")
+
+
+def random_on(factory, *args: Any, generator: torch.Generator | None, device: torch.device | None, **kwargs: Any):
+    """``factory(*args, generator=generator, device=device)`` (``torch.randint``, ``rand``, ``randperm``...).
+
+    A generator draws on its own device: with a generator on another device than ``device`` (a CPU generator
+    for a CUDA storage), the numbers are drawn where the generator lives, so that its stream of numbers is the
+    one the user seeded, and the result is moved to ``device`` (see :func:`to_device`). Without a generator,
+    or with one on ``device``, the draw is made on ``device`` directly (one kernel, no copy).
+    """
+    if generator is not None and device is not None and generator.device.type != device.type:
+        return to_device(factory(*args, generator=generator, device=generator.device, **kwargs), device)
+    return factory(*args, generator=generator, device=device, **kwargs)
+
+
 def _leading_len(data: Any) -> int:
     """Size of the first dimension of a tensor, a tensor collection, a pytree of tensors or a sequence."""
     if isinstance(data, torch.Tensor) or is_tensor_collection(data):

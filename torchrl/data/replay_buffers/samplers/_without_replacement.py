@@ -5,7 +5,7 @@ from typing import Any
 
 import torch
 
-from torchrl.data.replay_buffers._utils import unravel_index
+from torchrl.data.replay_buffers._utils import random_on, to_device, unravel_index
 from torchrl.data.replay_buffers.samplers.base import Sampler, empty_storage_error
 
 
@@ -13,7 +13,9 @@ class SamplerWithoutReplacement(Sampler):
     """Samples every stored element once per epoch.
 
     An epoch is a permutation of the stored indices (or their natural order with ``shuffle=False``),
-    consumed ``batch_size`` elements at a time. When it is exhausted :attr:`ran_out` becomes ``True`` (which
+    consumed ``batch_size`` elements at a time. The permutation is drawn once per epoch on the storage's
+    device (with a buffer ``generator`` on another device, drawn there and copied once), so that every batch
+    is a view of it: sampling from a CUDA storage makes no copy and does not synchronise the host. When it is exhausted :attr:`ran_out` becomes ``True`` (which
     ends ``for batch in buffer`` loops) and the next call starts a new epoch. Writing to the buffer
     changes its length and also starts a new epoch.
 
@@ -47,8 +49,11 @@ class SamplerWithoutReplacement(Sampler):
     def ran_out(self, value: bool) -> None:
         self._ran_out = bool(value)
 
-    def _new_epoch(self, n: int) -> None:
-        self._order = torch.randperm(n, generator=self._rng) if self.shuffle else torch.arange(n)
+    def _new_epoch(self, n: int, device: torch.device | None) -> None:
+        if self.shuffle:
+            self._order = random_on(torch.randperm, n, generator=self._rng, device=device)
+        else:
+            self._order = torch.arange(n, device=device)
         self._position = 0
         self._epoch_len = n
 
@@ -56,7 +61,8 @@ class SamplerWithoutReplacement(Sampler):
         n = len(storage)
         return n > 0 and not (self.drop_last and batch_size > n)
 
-    def _take(self, n: int, batch_size: int) -> torch.Tensor:
+    def _take(self, n: int, batch_size: int, device: torch.device | None = None) -> torch.Tensor:
+        """The next ``batch_size`` positions of the epoch over ``n`` elements, on ``device`` (``None``: CPU)."""
         if n == 0:
             raise empty_storage_error(self)
         if self.drop_last and batch_size > n:
@@ -66,9 +72,11 @@ class SamplerWithoutReplacement(Sampler):
                 "batch, drop_last=False, or a sampler with replacement."
             )
         if self._order is None or self._epoch_len != n:
-            self._new_epoch(n)
+            self._new_epoch(n, device)
+        elif device is not None and self._order.device != device:  # a restored epoch, or a moved storage
+            self._order = to_device(self._order, device)
         start = self._position
-        index = self._order[start : start + batch_size]
+        index = self._order[start : start + batch_size]  # a view: no copy, no kernel
         self._position = start + index.numel()
         remaining = self._order.numel() - self._position  # a restored epoch holds only its remaining indices
         if remaining == 0 or (self.drop_last and remaining < batch_size):
@@ -79,7 +87,7 @@ class SamplerWithoutReplacement(Sampler):
         return index
 
     def sample(self, storage, batch_size: int) -> tuple[Any, dict]:
-        index = self._take(len(storage), batch_size)
+        index = self._take(len(storage), batch_size, storage._index_device)
         if storage.ndim > 1:
             index = unravel_index(index, storage.shape[: storage.ndim])
         return index, {}
@@ -94,7 +102,7 @@ class SamplerWithoutReplacement(Sampler):
         """TorchRL's layout: the storage length of the epoch, the indices it has left, ``drop_last``, ``_ran_out``."""
         return {
             "len_storage": max(self._epoch_len, 0),
-            "_sample_list": self._order[self._position :].clone() if self._order is not None else None,
+            "_sample_list": self._order[self._position :].to("cpu", copy=True) if self._order is not None else None,
             "drop_last": self.drop_last,
             "_ran_out": self._ran_out,
         }

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchrl.data.replay_buffers._utils import _as_index, ravel_index, unravel_index
+from torchrl.data.replay_buffers._utils import _as_index, ravel_index, to_device, unravel_index
 from torchrl.data.replay_buffers.samplers.base import Sampler, empty_storage_error
 from torchrl.data.replay_buffers.samplers._segment_tree import MaxSegmentTreeFp32, MaxSegmentTreeFp64, PriorityTree
 
@@ -33,6 +33,13 @@ class PrioritizedSampler(Sampler):
 
     Sampling and updates run on a sum tree of plain tensors with an exact running minimum, vectorised over
     the batch (see :class:`~torchrl.data.replay_buffers.samplers._segment_tree.PriorityTree`).
+
+    Devices: the trees live on the CPU by default (``device=``), whatever the storage's device. Drawn indices
+    and importance weights are copied once to the storage's device, without blocking the host (the draw
+    itself reads the trees on the host, which costs no device synchronisation when they are on the CPU).
+    :meth:`update_priority` accepts indices and priorities on any device; priorities computed on a GPU are
+    copied to the trees, and that copy waits for the kernels that computed them (the one synchronisation of
+    a prioritized replay step, as in TorchRL, whose trees are CPU-only).
 
     Args:
         max_capacity (int): the capacity of the storage it samples from.
@@ -187,6 +194,9 @@ class PrioritizedSampler(Sampler):
         if n == 0:
             raise empty_storage_error(self)
         index, weight = self._draw(n, batch_size)
+        device = storage._index_device
+        if device is not None or index.device.type != "cpu":  # the trees' device is not the storage's
+            index, weight = to_device(index, device), to_device(weight, device)
         if storage.ndim > 1:
             self._inner_shape = tuple(storage.shape[1 : storage.ndim])
             index = unravel_index(index, storage.shape[: storage.ndim])

@@ -5,6 +5,7 @@ from typing import Any
 
 import torch
 
+from torchrl.data.replay_buffers._utils import to_device
 from torchrl.data.replay_buffers.samplers._trajectories import TrajectoryTable, position_lookup
 from torchrl.data.replay_buffers.samplers.base import Sampler
 from torchrl.data.replay_buffers.samplers.prioritized import PrioritizedSampler
@@ -22,6 +23,10 @@ class PrioritizedSliceSampler(SliceSampler, PrioritizedSampler):
     ``strict_length=False`` every step may start a slice, which is then cut at the trajectory end). The
     importance weight of the start step is reported for every step of the slice (``"priority_weight"``).
     Priorities are updated per step with :meth:`update_priority`.
+
+    Starts are drawn and checked on the trees' device (the CPU by default: the rejection of starts too close
+    to a trajectory end reads on the host, so it runs where that costs no device synchronisation); the
+    slices are then built on the storage's device.
 
     Args:
         max_capacity (int): the capacity of the storage.
@@ -102,23 +107,28 @@ class PrioritizedSliceSampler(SliceSampler, PrioritizedSampler):
     def _on_new_table(self) -> None:
         self._position_lookup = None
 
-    def _lookup(self, table: TrajectoryTable) -> tuple[torch.Tensor, torch.Tensor]:
-        """For every stored ``(t, column)`` position (flat, time-major): its trajectory and its offset in it."""
+    def _lookup(self, table: TrajectoryTable) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """For every stored ``(t, column)`` position (flat, time-major): its trajectory and its offset in it,
+        then the length of every trajectory; on the trees' device, where starts are drawn and checked."""
         if self._position_lookup is None:
-            self._position_lookup = position_lookup(table)
+            traj_of, offset_of = position_lookup(table)
+            device = self._tree_device
+            self._position_lookup = (
+                to_device(traj_of, device), to_device(offset_of, device), to_device(table.length, device)
+            )
         return self._position_lookup
 
     def sample(self, storage, batch_size: int) -> tuple[torch.Tensor, dict]:
         table = self._get_table(storage)
         num_slices, seq_len = self._geometry(batch_size)
-        traj_of, offset_of = self._lookup(table)
+        traj_of, offset_of, length_of = self._lookup(table)
         n = len(storage)
-        starts = torch.empty(0, dtype=torch.long)
-        weights = torch.empty(0, dtype=self.dtype)
+        starts = torch.empty(0, dtype=torch.long, device=self._tree_device)
+        weights = torch.empty(0, dtype=self.dtype, device=self._tree_device)
         for _ in range(_MAX_ROUNDS):
             flat, weight = self._draw(n, 2 * num_slices)
             traj = traj_of[flat]
-            ok = offset_of[flat] <= table.length[traj] - seq_len if self.strict_length else torch.ones_like(
+            ok = offset_of[flat] <= length_of[traj] - seq_len if self.strict_length else torch.ones_like(
                 flat, dtype=torch.bool
             )
             starts = torch.cat([starts, flat[ok]])
@@ -132,9 +142,10 @@ class PrioritizedSliceSampler(SliceSampler, PrioritizedSampler):
                 "strict_length=False."
             )
         starts, weights = starts[:num_slices], weights[:num_slices]
-        traj = traj_of[starts]
-        extra = {"priority_weight": weights.unsqueeze(-1).expand(num_slices, seq_len)}
-        return self._slices(table, traj, table.length[traj], offset_of[starts], seq_len, extra=extra)
+        device = table.length.device  # the slices are built where the table lives (the storage's device)
+        traj, offset = to_device(traj_of[starts], device), to_device(offset_of[starts], device)
+        extra = {"priority_weight": to_device(weights, device).unsqueeze(-1).expand(num_slices, seq_len)}
+        return self._slices(table, traj, table.length[traj], offset, seq_len, extra=extra)
 
     def add(self, index: torch.Tensor) -> None:
         SliceSampler.add(self, index)

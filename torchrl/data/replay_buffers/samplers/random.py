@@ -5,11 +5,16 @@ from typing import Any
 
 import torch
 
+from torchrl.data.replay_buffers._utils import random_on
 from torchrl.data.replay_buffers.samplers.base import Sampler, empty_storage_error
 
 
 class RandomSampler(Sampler):
     """Draws every index uniformly at random, with replacement (one ``torch.randint`` per batch).
+
+    Indices are drawn on the storage's device (a CUDA storage gets CUDA indices, and sampling does not
+    synchronise the host with the device). With a buffer ``generator`` on another device (a CPU generator for
+    a CUDA storage), they are drawn with that generator and copied to the storage's device without blocking.
 
     Examples:
         >>> import torch
@@ -28,7 +33,10 @@ class RandomSampler(Sampler):
         n = len(storage)
         if n == 0:
             raise empty_storage_error(self)
-        return torch.randint(0, n, (batch_size,), generator=self._rng), {}
+        device = storage._index_device
+        if device is None:
+            return torch.randint(0, n, (batch_size,), generator=self._rng), {}
+        return random_on(torch.randint, 0, n, (batch_size,), generator=self._rng, device=device), {}
 
     def state_dict(self) -> dict[str, Any]:
         return {}

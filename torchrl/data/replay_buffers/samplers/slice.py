@@ -6,7 +6,7 @@ from typing import Any
 import torch
 
 from torchrl._utils._deprecation import warn_once
-from torchrl.data.replay_buffers._utils import _replace_last, unravel_index
+from torchrl.data.replay_buffers._utils import _replace_last, random_on, to_device, unravel_index
 from torchrl.data.replay_buffers.samplers._trajectories import (
     TrajectoryTable,
     _ends_from_ids,
@@ -43,6 +43,12 @@ class SliceSampler(Sampler):
     start uniformly within the trajectory. As in TorchRL, the returned info marks the last step of every
     slice as truncated (``truncated_key``) and done, and reports a ``terminated`` entry next to them that
     keeps the stored terminations, so value estimators never bootstrap across slices.
+
+    Devices: boundaries are computed where the stored flags live (or on ``use_gpu``'s device), and slices
+    are drawn there; indices come back on the storage's device. Finding the boundaries after a write has a
+    data-dependent size, so the first sample after each write synchronises a CUDA storage with the host
+    once; the following samples (full-length slices) do not. ``strict_length=False`` without padding drops
+    the steps outside trajectories (a boolean mask: one synchronisation per sample).
 
     Keyword Args:
         num_slices (int): slices per batch. Exactly one of ``num_slices`` and ``slice_len`` (``TypeError``).
@@ -266,10 +272,11 @@ class SliceSampler(Sampler):
 
     def _choose_trajectories(self, table: TrajectoryTable, num_slices: int, seq_len: int) -> torch.Tensor:
         valid = self._valid_trajectories(table, seq_len)
-        return valid[torch.randint(0, valid.numel(), (num_slices,), generator=self._rng, device=valid.device)]
+        draw = random_on(torch.randint, 0, valid.numel(), (num_slices,), generator=self._rng, device=valid.device)
+        return valid[draw]
 
     def _choose_offsets(self, length: torch.Tensor, seq_len: int) -> torch.Tensor:
-        u = torch.rand(length.shape, generator=self._rng, device=length.device)
+        u = random_on(torch.rand, length.shape, generator=self._rng, device=length.device)
         if self.strict_length and not any(self.span):
             return u.mul_(length - (seq_len - 1)).long()
         left, right = self._overhang(seq_len)
@@ -287,10 +294,9 @@ class SliceSampler(Sampler):
         offset = self._choose_offsets(length, seq_len)
         index, info = self._slices(table, traj, length, offset, seq_len, extra={})
         if self._device() is not None:  # computed on use_gpu's device: index the storage where it lives
-            device = getattr(storage, "device", None)
-            device = torch.device("cpu") if device in (None, "auto") else device
-            index = tuple(i.to(device) for i in index) if isinstance(index, tuple) else index.to(device)
-            info = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in info.items()}
+            device = storage._index_device
+            index = tuple(to_device(i, device) for i in index) if isinstance(index, tuple) else to_device(index, device)
+            info = {k: to_device(v, device) if isinstance(v, torch.Tensor) else v for k, v in info.items()}
         return index, info
 
     def _exact_slices(self, table, traj, offset, seq_len: int, extra: dict) -> tuple[Any, dict]:
@@ -510,7 +516,8 @@ class SliceSamplerWithoutReplacement(SliceSampler, SamplerWithoutReplacement):
 
     def _choose_trajectories(self, table: TrajectoryTable, num_slices: int, seq_len: int) -> torch.Tensor:
         valid = self._valid_trajectories(table, seq_len)
-        return valid[self._take(valid.numel(), num_slices).to(valid.device)]
+        device = valid.device if valid.device.type != "cpu" else None
+        return valid[self._take(valid.numel(), num_slices, device)]
 
     def sample(self, storage, batch_size: int) -> tuple[tuple[torch.Tensor, ...], dict]:
         return SliceSampler.sample(self, storage, batch_size)

@@ -14,7 +14,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from torchrl._fast import entries, new_td
-from torchrl.data.replay_buffers._utils import _key_str
+from torchrl.data.replay_buffers._utils import _key_str, to_device
 
 # keys written by the buffers themselves: present in sampled data, never part of the stored content
 IGNORED_KEYS = frozenset({"index", "priority_weight", "index_generation", "buffer_ids"})
@@ -70,6 +70,8 @@ class Layout:
         self.ndim = ndim
         self.where = where  # names the writer in error messages
         self.device = storage.device
+        # the storage's device when it is not the CPU: writes from other devices are copied there first
+        self.accelerator = storage.device if storage.device is not None and storage.device.type != "cpu" else None
         self.keys: list[tuple[str, ...]] = []
         self.leaves: list[torch.Tensor] = []
         self.trailing_shapes: list[torch.Size] = []
@@ -207,8 +209,18 @@ class Layout:
         )
 
     def write(self, cursor: Any, sources: list[torch.Tensor]) -> None:
-        for dst, src in zip(self.leaves, sources):
-            dst[cursor] = src
+        """``leaf[cursor] = source`` for every leaf; ``cursor``'s tensors must be on the storage's device.
+
+        On an accelerator, sources from another device are first copied without blocking the host (a plain
+        cross-device ``dst[cursor] = src`` is a blocking copy, which waits for every queued kernel).
+        """
+        device = self.accelerator
+        if device is None:
+            for dst, src in zip(self.leaves, sources):
+                dst[cursor] = src
+        else:
+            for dst, src in zip(self.leaves, sources):
+                dst[cursor] = to_device(src, device)
 
     # ------------------------------------------------------------------ reads
     def gather(self, index: Any) -> TensorDict:

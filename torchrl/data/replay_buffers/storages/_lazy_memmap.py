@@ -33,8 +33,10 @@ class LazyMemmapStorage(LazyTensorStorage):
 
     Keyword Args:
         scratch_dir (str or Path, optional): the directory of the files. Defaults to a temporary directory.
-        device (torch.device, optional): where sampled data is returned. The files always live on the CPU.
-            Defaults to ``"cpu"``.
+        device (torch.device, optional): where sampled data is returned. The files always live on the CPU:
+            samplers draw CPU indices, the rows are gathered on the CPU and copied to ``device`` without
+            blocking the host (with ``ReplayBuffer(pin_memory=True)``, keep ``device="cpu"`` and move the
+            pinned batches yourself, as TorchRL recommends). Defaults to ``"cpu"``.
         ndim (int, optional): the number of storage dimensions. Defaults to ``1``.
         existsok (bool, optional): allow the files to be created in a ``scratch_dir`` that already holds
             storage files (they are overwritten). Defaults to ``False``, which raises instead.
@@ -77,6 +79,7 @@ class LazyMemmapStorage(LazyTensorStorage):
         self.auto_cleanup = auto_cleanup if auto_cleanup is not None else scratch_dir is None
         self._files_dir: str | None = None
         self._finalizer = None
+        self._index_device = None  # the files are read on the CPU: samplers draw CPU indices
 
     def _allocate(self, template: Any, rows: int) -> Any:
         if self.scratch_dir is None:
@@ -111,8 +114,13 @@ class LazyMemmapStorage(LazyTensorStorage):
 
     def get(self, index) -> Any:
         data = super().get(index)
-        if self.device not in ("auto", torch.device("cpu")):
-            data = data.to(self.device) if hasattr(data, "to") else tree_map(lambda x: x.to(self.device), data)
+        device = self.device
+        if device != "auto" and device.type != "cpu":
+            # the gathered rows are a fresh CPU copy: the host-to-device copy needs not block the host
+            if isinstance(data, torch.Tensor) or is_tensor_collection(data):
+                data = data.to(device, non_blocking=True)
+            else:
+                data = tree_map(lambda x: x.to(device, non_blocking=True), data)
         return data
 
     def cleanup(self) -> bool:

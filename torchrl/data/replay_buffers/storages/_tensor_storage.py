@@ -14,7 +14,9 @@ from torchrl.data.replay_buffers._utils import (
     INT_CLASSES,
     _tree_leading_len,
     _tree_slice,
+    random_on,
     stack_elements,
+    to_device,
     unravel_index,
 )
 from torchrl.data.replay_buffers.storages._layout import Layout, check_leaf
@@ -118,6 +120,7 @@ class TensorStorage(Storage):
         super().__init__(max_size, compilable=compilable)
         self.ndim = ndim
         self.device = device if device == "auto" else torch.device(device)
+        self._index_device = _non_cpu(self.device)
         self._storage = None
         self._layout: Layout | None = None
         self._tree: tuple[list[torch.Tensor], Any] | None = None  # leaves and structure of a pytree storage
@@ -151,6 +154,7 @@ class TensorStorage(Storage):
     def _adopt(self, storage: Any, rows: int) -> None:
         self._storage = storage
         self.initialized = True
+        self._index_device = _non_cpu(_device_of(storage))
         shape = _batch_shape(storage)
         self._capacity_rows = shape[0]
         self._inner = math.prod(shape[1 : self.ndim])
@@ -188,9 +192,12 @@ class TensorStorage(Storage):
         return -(self.max_size // -math.prod(batched_data_shape[1 : self.ndim]))
 
     def _rand_given_ndim(self, batch_size: int):
+        device = self._index_device
         if self.ndim == 1:
-            return torch.randint(0, self._rows, (batch_size,), generator=self._rng)
-        flat = torch.randint(0, len(self), (batch_size,), generator=self._rng)
+            if device is None:
+                return torch.randint(0, self._rows, (batch_size,), generator=self._rng)
+            return random_on(torch.randint, 0, self._rows, (batch_size,), generator=self._rng, device=device)
+        flat = random_on(torch.randint, 0, len(self), (batch_size,), generator=self._rng, device=device)
         return unravel_index(flat, self.shape[: self.ndim])
 
     def contains(self, item):
@@ -203,8 +210,8 @@ class TensorStorage(Storage):
         # a list is a list of elements (stacked when written); a tuple or a dict is a pytree of batches
         return len(data) if type(data) is list else _tree_leading_len(data)
 
-    def _batch_tail(self, data: Any, start: int) -> Any:
-        return data[start:] if type(data) is list else _tree_slice(data, slice(start, None))
+    def _batch_slice(self, data: Any, start: int, stop: int | None = None) -> Any:
+        return data[start:stop] if type(data) is list else _tree_slice(data, slice(start, stop))
 
     def _init(self, data: Any, single: bool) -> None:
         raise RuntimeError(f"{type(self).__name__} was not initialized with data.")
@@ -216,19 +223,23 @@ class TensorStorage(Storage):
         if not self.initialized:
             self._init(data, single=single)
         check = _check_state["on"]  # check mode: exact dtypes and shapes on every write
+        where = cursor
+        if type(cursor) is torch.Tensor or type(cursor) is tuple:  # index tensors go where the data is
+            where = _cursor_on(cursor, self._index_device)
         layout = self._layout
         if layout is not None:
             dims = self.ndim if type(cursor) is slice else _index_dims(cursor, self.ndim)
-            layout.write(cursor, layout.sources(data, dims, not single, check))
+            layout.write(where, layout.sources(data, dims, not single, check))
         elif isinstance(self._storage, torch.Tensor):
             self._check_tensor(cursor, data, single, check)
-            self._storage[cursor] = data
+            self._storage[where] = data if self._index_device is None else to_device(data, self._index_device)
         elif is_tensor_collection(self._storage):
-            self._storage[cursor] = data
+            self._storage[where] = data
         else:
             sources = self._tree_sources(cursor, data, single, check)
+            device = self._index_device
             for dst, src in zip(self._tree[0], sources):
-                dst[cursor] = src
+                dst[where] = src if device is None else to_device(src, device)
         self._version += 1
         if set_cursor:
             self._last_cursor = cursor
@@ -295,6 +306,8 @@ class TensorStorage(Storage):
             raise RuntimeError(f"Cannot read from an empty {type(self).__name__}: write to it first.")
         if self._rows < self._capacity_rows and (isinstance(index, slice) or (self.ndim == 1 and isinstance(index, int))):
             index = self._written_index(index)
+        elif self._index_device is not None and (type(index) is torch.Tensor or type(index) is tuple):
+            index = _cursor_on(index, self._index_device)  # e.g. a CPU index from user code
         layout = self._layout
         if layout is not None:
             return layout.gather(index)
@@ -400,6 +413,20 @@ class TensorStorage(Storage):
         super().__setstate__(state)
         if self.initialized:
             self._adopt(self._storage, self._rows)
+
+
+def _non_cpu(device: Any) -> torch.device | None:
+    """``device`` as an index device: ``None`` for the CPU (and for ``"auto"`` or unknown devices)."""
+    if device is None or device == "auto" or device.type == "cpu":
+        return None
+    return device
+
+
+def _cursor_on(cursor: Any, device: torch.device | None) -> Any:
+    """A write index (a tensor, or a tuple of coordinates) with its tensors on ``device`` (``None``: the CPU)."""
+    if type(cursor) is tuple:
+        return tuple(to_device(c, device) if isinstance(c, torch.Tensor) else c for c in cursor)
+    return to_device(cursor, device)
 
 
 def _device_of(data: Any) -> torch.device | None:

@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import torch
 
 from torchrl._utils._deprecation import warn_once
-from torchrl.data.replay_buffers._utils import _leading_len
+from torchrl.data.replay_buffers._utils import _leading_len, random_on
 from torchrl.data.replay_buffers.storages._checkpointers import StorageCheckpointerBase
 
 
@@ -38,6 +38,8 @@ class Storage:
     """
 
     ndim = 1
+    # where index tensors that address the stored data live (``None``: the CPU); samplers draw there
+    _index_device: torch.device | None = None
     _default_checkpointer: type[StorageCheckpointerBase] = StorageCheckpointerBase
 
     def __init__(
@@ -127,7 +129,7 @@ class Storage:
         raise NotImplementedError(f"{type(self).__name__} does not support ndim > 1.")
 
     def _rand_given_ndim(self, batch_size: int) -> torch.Tensor | tuple[torch.Tensor, ...]:
-        return torch.randint(0, len(self), (batch_size,), generator=self._rng)
+        return random_on(torch.randint, 0, len(self), (batch_size,), generator=self._rng, device=self._index_device)
 
     def _max_size_along_dim0(self, batched_data_shape: torch.Size | None = None) -> int:
         return self.max_size
@@ -136,9 +138,11 @@ class Storage:
         """The number of elements in ``data`` written by ``extend`` (data without a ``shape``)."""
         return _leading_len(data)
 
-    def _batch_tail(self, data: Any, start: int) -> Any:
-        """The elements of the batch ``data`` from ``start`` on (``extend`` of more than ``max_size``)."""
-        return data[start:]
+    def _batch_slice(self, data: Any, start: int, stop: int | None = None) -> Any:
+        """The elements ``[start, stop)`` of the batch ``data`` (the writers' wrapped or oversized batches)."""
+        if isinstance(data, (set, frozenset)):
+            data = list(data)
+        return data[start:stop]
 
     # ---------------------------------------------------------------- checkpoints
     def dumps(self, path) -> None:

@@ -6,7 +6,8 @@ from typing import Any, Sequence
 import torch
 from tensordict import TensorDictBase
 
-from torchrl.data.replay_buffers._utils import INT_CLASSES, _as_index
+from torchrl.data.replay_buffers._utils import INT_CLASSES, _as_index, to_device
+from torchrl.data.replay_buffers.storages._list_storage import ListStorage
 from torchrl.data.replay_buffers.storages._tensor_storage import _batch_shape
 from torchrl.data.replay_buffers.writers.base import Writer
 
@@ -15,7 +16,10 @@ class RoundRobinWriter(Writer):
     """Writes at a cursor that advances by the number of written elements and wraps at capacity.
 
     ``extend`` of a batch that fits before the end of the storage writes one contiguous slice; a batch that
-    wraps is written with an index tensor; a batch larger than the storage keeps its last elements.
+    wraps is written as two slices; a batch larger than the storage keeps its last elements. The returned
+    indices are CPU tensors (the cursor lives on the host; samplers keep their bookkeeping there), and no
+    index tensor is ever needed on the storage's device, so ``extend`` into a CUDA storage does not
+    synchronise the host with the device.
 
     Args:
         compilable (bool, optional): accepted for API compatibility. Defaults to ``False``.
@@ -103,7 +107,7 @@ class RoundRobinWriter(Writer):
         index = torch.as_tensor(index)
         if self._generations is None:
             return torch.zeros(index.shape, dtype=torch.long)
-        return self._generations[index.long()]
+        return self._generations[to_device(index, self._generations.device).long()]
 
     # ---------------------------------------------------------------- writes
     def add(self, data: Any) -> int | torch.Tensor:
@@ -135,16 +139,25 @@ class RoundRobinWriter(Writer):
         full_index = None
         if n > capacity:  # only the last `capacity` elements survive
             full_index = torch.arange(cursor, cursor + n) % capacity
-            data = storage._batch_tail(data, n - capacity)
+            data = storage._batch_slice(data, n - capacity)
             cursor = (cursor + n - capacity) % capacity
             n = capacity
         if cursor + n <= capacity:
             where: Any = slice(cursor, cursor + n)
             index = slots if slots is not None and full_index is None else torch.arange(cursor, cursor + n)
+            storage.set(where, data)
         else:
+            # a wrapping batch is written as two slices: no index tensor to move to the storage's device,
+            # and the storage knows its length without reading one on the host
             index = torch.arange(cursor, cursor + n) % capacity
             where = index
-        storage.set(where, data)
+            head = capacity - cursor
+            writes = [(slice(cursor, capacity), storage._batch_slice(data, 0, head)),
+                      (slice(0, n - head), storage._batch_slice(data, head))]
+            if isinstance(storage, ListStorage):  # a list grows by appending: its lower positions come first
+                writes.reverse()
+            for part, chunk in writes:  # a tensor storage takes the newest row from its last write
+                storage.set(part, chunk)
         if self._shared is None:
             self._cursor_value = (cursor + n) % capacity
             self._write_count_value += written
