@@ -68,7 +68,8 @@ def update_if_present(
         raise ValueError(
             f"{type(rb).__name__}.update_if_present: got {generation.numel()} generations for {rows.numel()} indices."
         )
-    current = writer.generations_of(rows) == generation
+    generations = writer.generations_of(rows)  # on the storage's device
+    current = generations == generation.to(generations.device)
     content = rb._stored_rows()
     rejected = None
     ok = current

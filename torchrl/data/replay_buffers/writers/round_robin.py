@@ -88,7 +88,8 @@ class RoundRobinWriter(Writer):
 
     def _bump(self, index: Any, capacity: int) -> None:
         if self._generations is None or self._generations.numel() < capacity:
-            grown = torch.zeros(capacity, dtype=torch.long)
+            # with the data: a sampled batch reads its slots' generations without leaving the device
+            grown = torch.zeros(capacity, dtype=torch.long, device=self._storage._index_device)
             if self._generations is not None:
                 grown[: self._generations.numel()] = self._generations
             self._generations = grown
@@ -97,7 +98,8 @@ class RoundRobinWriter(Writer):
         if isinstance(index, slice):
             self._generations[index] += 1
         else:
-            self._generations.index_add_(0, _as_index(index), torch.ones_like(_as_index(index)))
+            index = to_device(_as_index(index), self._generations.device)
+            self._generations.index_add_(0, index, torch.ones_like(index))
 
     def generations_of(self, index: int | torch.Tensor) -> torch.Tensor:
         if not self._track_generations:
@@ -106,7 +108,7 @@ class RoundRobinWriter(Writer):
             index = index[0]
         index = torch.as_tensor(index)
         if self._generations is None:
-            return torch.zeros(index.shape, dtype=torch.long)
+            return torch.zeros(index.shape, dtype=torch.long, device=index.device)
         return self._generations[to_device(index, self._generations.device).long()]
 
     # ---------------------------------------------------------------- writes
@@ -183,14 +185,16 @@ class RoundRobinWriter(Writer):
     def state_dict(self) -> dict[str, Any]:
         state: dict[str, Any] = {"_cursor": self._cursor, "_write_count": self._write_count}
         if self._generations is not None:
-            state["_generations"] = self._generations.clone()
+            state["_generations"] = self._generations.to("cpu", copy=True)
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._cursor = int(state_dict["_cursor"])
         self._write_count = int(state_dict["_write_count"])
         if "_generations" in state_dict:
-            self._generations = torch.as_tensor(state_dict["_generations"]).clone()
+            generations = torch.as_tensor(state_dict["_generations"])
+            device = self._storage._index_device if self._storage is not None else None
+            self._generations = generations.to(device or "cpu", copy=True)
 
     def dumps(self, path):
         return super().dumps(path)
