@@ -107,7 +107,7 @@ class StepLoop:
 
     # -- trajectory ids ----------------------------------------------------------------------------------------
     def _fresh_ids(self, count: int) -> torch.Tensor:
-        ids = torch.arange(self.next_id, self.next_id + count, device=self.env.device)
+        ids = torch.arange(count, device=self.env.device) + self.next_id
         self.next_id += count
         return ids
 
@@ -126,6 +126,14 @@ class StepLoop:
             return self._fresh_ids(1).reshape(())
         if end is None:
             return ids
+        if not end.is_cpu:
+            # on an accelerator, without reading the mask: the k-th ended sub-env (in order) gets next_id + k, and
+            # next_id becomes a 0-dim tensor on the device (read only by state_dict)
+            flat = end.reshape(-1)
+            order = flat.cumsum(0)
+            renewed = torch.where(flat, order - 1 + self.next_id, ids.reshape(-1))
+            self.next_id = order[-1] + self.next_id
+            return renewed.reshape(ids.shape)
         n = int(end.sum())
         if n == 0:
             return ids
@@ -234,7 +242,7 @@ class StepLoop:
     # -- state ---------------------------------------------------------------------------------------------------
     def state_dict(self) -> dict:
         """``traj_id``: the next trajectory id (TorchRL's entry); ``traj_ids``: the current one of each sub-env."""
-        return {"traj_id": torch.tensor(self.next_id, dtype=torch.int32),
+        return {"traj_id": torch.tensor(int(self.next_id), dtype=torch.int32),
                 "traj_ids": None if self.ids is None else self.ids.clone()}
 
     def load_state_dict(self, state: dict) -> None:

@@ -7,6 +7,7 @@ three, and :meth:`DoneStructure.complete` fills in the rest the same way on ever
 """
 from __future__ import annotations
 
+import weakref
 from typing import Iterable
 
 import torch
@@ -15,19 +16,80 @@ from tensordict.utils import NestedKey
 
 from torchrl._fast import any_true, entries, fast_get, fast_set
 
-__all__ = ["DoneStructure", "as_tuple", "from_tuple", "sort_keys", "where_reset"]
+__all__ = ["DoneStructure", "as_tuple", "from_tuple", "flag_state", "known_value", "mark_false", "mark_true", "sort_keys", "where_reset"]
 
 DONE_NAMES = ("done", "terminated", "truncated")
+
+# Host-side knowledge of done flags and reset masks that are all False or all True, kept without reading them:
+# id -> (weak reference, version when marked, value). Two generations of at most _MARKS_PER_GENERATION entries:
+# a mark lives through at least that many newer ones (a few per step), and the memory stays bounded without
+# weakref callbacks. Kept out of the tensors themselves so that pickles and deep copies (whose versions restart
+# at 0) never carry a stale mark.
+_MARKS_PER_GENERATION = 1024
+_marks: dict[int, tuple] = {}
+_old_marks: dict[int, tuple] = {}
+
+
+def _mark(t: torch.Tensor, value: bool) -> torch.Tensor:
+    global _marks, _old_marks
+    if len(_marks) >= _MARKS_PER_GENERATION:
+        _old_marks, _marks = _marks, {}
+    _marks[id(t)] = (weakref.ref(t), t._version, value)
+    return t
+
+
+def mark_false(t: torch.Tensor) -> torch.Tensor:
+    """Records that ``t`` (a done flag just filled with False, e.g. by ``zeros_like``) holds no True value, so
+    that done checks skip reading it; returns ``t``.
+
+    The mark holds the tensor's version: any in-place write (to ``t`` or a view of it) makes it stale. On an
+    accelerator this is what keeps the step loop free of host syncs while no episode can end (``PendulumEnv``,
+    or a ``StepCounter`` that knows on the host that no counter can reach its limit)."""
+    return _mark(t, False)
+
+
+def mark_true(t: torch.Tensor) -> torch.Tensor:
+    """Records that every value of ``t`` (a reset mask) is True: resets then restart every row without reading
+    the mask (:func:`known_value`); returns ``t``."""
+    return _mark(t, True)
+
+
+def known_value(t: torch.Tensor) -> bool | None:
+    """``False``/``True`` when ``t`` was marked all-False/all-True (:func:`mark_false`, :func:`mark_true`) and
+    has not been written since; ``None`` when unknown. Reads no value: never waits for a device."""
+    key = id(t)
+    entry = _marks.get(key) or _old_marks.get(key)
+    if entry is not None and entry[0]() is t and entry[1] == t._version:
+        return entry[2]
+    return None
+
+
+def flag_state(t: torch.Tensor) -> tuple[bool, bool]:
+    """``(any, all)`` of a done flag: from its mark when it has one, else read. A CPU flag is read cheaply for
+    ``any`` (``all`` then stays unknown: ``False``); a flag on an accelerator is read once for both, which is a
+    host sync (the one a step loop's done test makes, and the only one of a step that resets every row)."""
+    known = known_value(t)
+    if known is not None:
+        return known, known
+    if t.is_cpu or t.numel() == 1:
+        return any_true(t), False
+    found, every = torch.stack((t.any(), t.all())).tolist()
+    return found, every
 
 
 def where_reset(mask: torch.Tensor, fresh: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
     """``torch.where(mask, fresh, previous)``: a reset's new values where ``mask`` is set, the old ones elsewhere.
 
-    A one-element mask over tensors of one shape and dtype picks a side without a torch op (the usual
-    unbatched reset); the chosen tensor is returned as is, as a reset carries untouched entries over.
+    A one-element CPU mask over tensors of one shape and dtype picks a side without a torch op (the usual
+    unbatched reset); the chosen tensor is returned as is, as a reset carries untouched entries over. Masks on
+    an accelerator take ``torch.where`` (reading them would wait for the device), unless marked all-True
+    (:func:`mark_true`).
     """
-    if mask.numel() == 1 and fresh.shape == previous.shape and fresh.dtype == previous.dtype:
-        return fresh if bool(mask) else previous
+    if fresh.shape == previous.shape and fresh.dtype == previous.dtype:
+        if mask.numel() == 1 and mask.is_cpu:
+            return fresh if bool(mask) else previous
+        if known_value(mask) is True:  # a mask known (without a read) to select every row
+            return fresh
     return torch.where(mask, fresh, previous)
 
 
@@ -70,7 +132,7 @@ class _Group:
                     value = torch.zeros(like.shape, dtype=dtype, device=like.device)
                 else:
                     value = torch.zeros((*data.batch_size, *self.event), dtype=dtype, device=data.device)
-                fast_set(data, key, value)
+                fast_set(data, key, mark_false(value) if dtype is torch.bool else value)
 
 
 class DoneStructure:
@@ -161,24 +223,32 @@ class DoneStructure:
         return out
 
     def any_done(self, data: TensorDictBase, *, write_reset: bool = True) -> bool:
-        """Whether any done signal in ``data`` is set; writes the ``_reset`` masks when ``write_reset``."""
+        """Whether any done signal in ``data`` is set; writes the ``_reset`` masks when ``write_reset``.
+
+        The host needs this answer (to reset, or to stop a rollout), so on an accelerator it costs one host
+        sync per group (:func:`flag_state`), except for flags known on the host (:func:`mark_false`), which are
+        not read. In the usual layout (one group with a ``done`` entry) that is at most one sync per step; a
+        mask found all-True is marked so, and the reset that follows restarts every row without another read.
+        """
         single = self._single
         if single is not None:
             mask = fast_get(data, single[0])
             if mask is not None:
-                if not any_true(mask):
+                found, every = flag_state(mask)
+                if not found:
                     return False
                 if write_reset:
-                    fast_set(data, single[1], mask)
+                    fast_set(data, single[1], mark_true(mask) if every else mask)
                 return True
         found = False
         for reset_key, mask in self.reset_masks(data):
             if mask is None:
                 continue
-            if any_true(mask):
+            some, every = flag_state(mask)
+            if some:
                 found = True
                 if write_reset:
-                    data.set(reset_key, mask)
+                    data.set(reset_key, mark_true(mask) if every else mask)
         return found
 
 

@@ -4,7 +4,8 @@ As in TorchRL, the rows a mask selects take the reset's outputs, and the entries
 zeroed there; the other rows keep the input's values (zeros for outputs the input lacks). A group's mask
 (``("agents", "_reset")``) applies to that group's sub-TensorDict, the root mask to everything else; in an env without root done entries, the root
 entries outside the groups keep the input's values. A mask that selects every row is a full reset (the input's
-other entries are kept as they are). Lazily stacked groups (agents of different shapes) are blended member by
+other entries are kept as they are; on an accelerator that case is told apart on the device, not by reading
+the mask). Lazily stacked groups (agents of different shapes) are blended member by
 member.
 """
 from __future__ import annotations
@@ -27,8 +28,11 @@ def _as_batch_mask(mask: torch.Tensor, batch: torch.Size) -> torch.Tensor:
 
 
 def _blend(previous: TensorDictBase, fresh: TensorDictBase, mask: torch.Tensor, skip: set, prefix: tuple, pad: bool = True,
-           keep: bool = False) -> None:
-    """Writes into ``fresh``: ``previous``'s values outside ``mask``, zeros inside it for entries ``fresh`` lacks."""
+           keep: bool = False, partial: torch.Tensor | None = None) -> None:
+    """Writes into ``fresh``: ``previous``'s values outside ``mask``, zeros inside it for entries ``fresh`` lacks.
+
+    ``partial`` (a 0-dim bool tensor, for masks on an accelerator): whether the mask leaves some row out; where
+    it does not (a full reset), the entries ``fresh`` lacks keep their values, decided on the device."""
     if (
         isinstance(previous, LazyStackedTensorDict)
         and isinstance(fresh, LazyStackedTensorDict)
@@ -37,7 +41,7 @@ def _blend(previous: TensorDictBase, fresh: TensorDictBase, mask: torch.Tensor, 
     ):
         dim = previous.stack_dim
         for i, (old, new) in enumerate(zip(previous.tensordicts, fresh.tensordicts)):
-            _blend(old, new, mask.select(dim, i) if mask.ndim > dim else mask, skip, prefix, pad, keep)
+            _blend(old, new, mask.select(dim, i) if mask.ndim > dim else mask, skip, prefix, pad, keep, partial)
         return
     mask = _as_batch_mask(mask, previous.batch_size).to(previous.device or mask.device)
     views: dict[int, torch.Tensor] = {}  # the mask viewed for each leaf ndim
@@ -58,10 +62,11 @@ def _blend(previous: TensorDictBase, fresh: TensorDictBase, mask: torch.Tensor, 
                 new = old.empty()
                 fresh.set(key, new)
             if is_tensor_collection(new):
-                _blend(old, new, mask, skip, prefix + (key,), pad, keep)
+                _blend(old, new, mask, skip, prefix + (key,), pad, keep, partial)
             continue
-        if new is None:  # an input entry the reset does not write: zeroed where reset
-            fast_set(fresh, key, _zeroed(old, view(old.ndim)))
+        if new is None:  # an input entry the reset does not write: zeroed where reset (unless all rows are)
+            drop = view(old.ndim)
+            fast_set(fresh, key, _zeroed(old, drop if partial is None else drop & partial))
         elif not keep and (type(new) is torch.Tensor or not is_tensor_collection(new)) and new.shape == old.shape:
             fast_set(fresh, key, where_reset(view(old.ndim), new, old if old.dtype == new.dtype else old.to(new.dtype)))
     if pad:
@@ -76,7 +81,7 @@ def _view(mask: torch.Tensor, ndim: int) -> torch.Tensor:
 
 def _zeroed(value: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """``value`` with zeros where ``mask`` (already viewed for it) is set; ``value`` itself when nothing is."""
-    if mask.numel() == 1:  # the usual unbatched reset: no torch op
+    if mask.numel() == 1 and mask.is_cpu:  # the usual unbatched reset: no torch op
         return torch.zeros_like(value) if bool(mask) else value
     return value.masked_fill(mask.to(value.device), 0)
 
@@ -128,4 +133,8 @@ def blend_partial_reset(
         if previous is None or fresh is None or not is_tensor_collection(previous) or not is_tensor_collection(fresh):
             continue
         skip = {g for g in given if g != prefix and g[: len(prefix)] == prefix}
-        _blend(previous, fresh, mask, skip, prefix, pad=not (keep_root and prefix == ()), keep=outputs_hold_all_rows)
+        # CPU masks come here only when they leave some row out (EnvBase._reset_into reads them); one on an
+        # accelerator may select every row, which the blend then tells apart on the device, without a sync
+        partial = None if mask.is_cpu else ~mask.all()
+        _blend(previous, fresh, mask, skip, prefix, pad=not (keep_root and prefix == ()), keep=outputs_hold_all_rows,
+               partial=partial)

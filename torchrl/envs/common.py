@@ -22,7 +22,7 @@ from torch import nn
 
 from torchrl._utils._check_mode import _state as _check_mode_state
 from torchrl._fast import any_true, entries, fast_get, fast_set
-from torchrl.envs._done import as_tuple
+from torchrl.envs._done import as_tuple, known_value, mark_false
 from torchrl.data.tensor_specs import Composite, MultiOneHot, OneHot
 from torchrl.envs._check_env import check_env_specs
 from torchrl.envs._partial_reset import blend_partial_reset
@@ -463,7 +463,10 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
             if mask is not None:
                 prefix = as_tuple(group.reset_key)[:-1]
                 given.append(prefix)
-                if not bool(mask.all()):
+                # a mask that selects every row is a full reset: known from the done test's one read (the mask's
+                # mark), or read here from a CPU mask; otherwise on an accelerator the blend tells the two apart on
+                # the device (see _partial_reset.py)
+                if not (known_value(mask) is True or (mask.is_cpu and bool(mask.all()))):
                     masks = masks or {}
                     masks[prefix] = mask
         if masks is not None:
@@ -510,12 +513,13 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
                         zeros = torch.zeros(batch + group.shape[n:], dtype=torch.bool, device=out.device or self.device)
                     else:
                         zeros = zeros.clone()
-                    fast_set(out, key, zeros)
+                    fast_set(out, key, mark_false(zeros))
 
     def _check_not_done_after_reset(self, out: TensorDictBase, tensordict: TensorDictBase | None) -> None:
         for group in self.done_structure.groups:
             done = fast_get(out, group.done) if group.done is not None else None
-            if done is None or not any_true(done):  # the common case: nothing is done after a reset
+            # the common case: nothing is done after a reset (flags the reset filled with False are not read)
+            if done is None or known_value(done) is False or not any_true(done):
                 continue
             mask = fast_get(tensordict, group.reset_key) if tensordict is not None else None
             if mask is not None and mask.numel() == done.numel():

@@ -9,7 +9,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from torchrl._fast import entries, fast_get, new_td, scalar
 from torchrl.data.tensor_specs import Bounded, Composite, Unbounded
-from torchrl.envs._done import where_reset
+from torchrl.envs._done import mark_false, where_reset
 from torchrl.envs.common import EnvBase
 from torchrl.envs.utils import make_composite_from_td as _make_composite_from_td
 
@@ -18,6 +18,11 @@ __all__ = ["PendulumEnv"]
 _DEFAULTS = {"max_speed": 8.0, "max_torque": 2.0, "dt": 0.05, "m": 1.0, "l": 1.0}
 _PARAM_NAMES = ("g", "m", "l", "dt", "max_speed", "max_torque")
 _VERSION = operator.attrgetter("_version")
+
+
+def _first_value(t: torch.Tensor, name: str) -> float:
+    """A parameter's first value, read once for the specs (the default on the meta device, which holds none)."""
+    return _DEFAULTS[name] if t.is_meta else float(t.reshape(-1)[0])
 
 
 class PendulumEnv(EnvBase):
@@ -63,7 +68,9 @@ class PendulumEnv(EnvBase):
         if td_params is None:
             td_params = self.gen_params(batch_size=self.batch_size, device=self.device)
         self.td_params = td_params
-        self._generator = torch.Generator(device=self.device if self.device is not None else "cpu")
+        # (the meta device has no generator of its own: its draws hold no values anyway)
+        on_host = self.device is None or self.device.type == "meta"
+        self._generator = torch.Generator(device="cpu" if on_host else self.device)
         self._make_spec(td_params)
         self._constant_cache: tuple | None = None
         self._sin_memo: tuple | None = None
@@ -94,8 +101,8 @@ class PendulumEnv(EnvBase):
 
     def _make_spec(self, td_params: TensorDictBase) -> None:
         shape, device = self.batch_size, self.device
-        max_speed = float(td_params["params", "max_speed"].reshape(-1)[0])
-        max_torque = float(td_params["params", "max_torque"].reshape(-1)[0])
+        max_speed = _first_value(td_params["params", "max_speed"], "max_speed")
+        max_torque = _first_value(td_params["params", "max_torque"], "max_torque")
         self.observation_spec = Composite(
             # th is not wrapped (as in gymnasium): the pendulum may turn several times
             th=Unbounded(shape=shape, dtype=torch.float32, device=device),
@@ -149,12 +156,11 @@ class PendulumEnv(EnvBase):
         require grad (their products belong to the current graph).
         """
         # the check runs at every step: all of params' entries, compared by identity and version in C loops
-        found = entries(params)  # None (no cache) for other TensorDict types, or with the fast paths off
-        leaves = tuple(found.values()) if found is not None else None
+        found = entries(params)  # None for other TensorDict types, or with the fast paths off: the public read
+        leaves = tuple(found.values() if found is not None else params.values())
         cache = self._constant_cache
         if (
             cache is not None
-            and leaves is not None
             and len(leaves) == len(cache[0])
             and all(map(operator.is_, leaves, cache[0]))
             and tuple(map(_VERSION, leaves)) == cache[1]
@@ -163,7 +169,10 @@ class PendulumEnv(EnvBase):
             return cache[2]
         named = tuple(fast_get(params, k) for k in _PARAM_NAMES)
         differentiable = torch.is_grad_enabled() and any(t.requires_grad for t in named)
-        uniform = not differentiable and all(
+        # Whether the batch shares one set of parameters is read on the host, for CPU tensors only: on an
+        # accelerator each read would wait for the device, so there the parameters stay tensors (batched ones
+        # cost no more in the step's fused ops), and the step makes no host sync
+        uniform = not differentiable and all(t.is_cpu for t in named) and all(
             not t.requires_grad and (t.ndim == 0 or bool((t == t.reshape(-1)[0]).all())) for t in named
         )
         if uniform:  # one set of parameters for the whole batch
@@ -174,7 +183,7 @@ class PendulumEnv(EnvBase):
             g, m, l, dt, max_speed, max_torque = named
             consts = (3 * g / (2 * l) * dt, 3.0 / (m * l * l) * dt, dt, -max_speed, max_speed, -max_torque, max_torque)
         consts += (scalar(math.pi, like.dtype, like.device), scalar(2 * math.pi, like.dtype, like.device))
-        cacheable = not differentiable and leaves is not None and all(type(t) is torch.Tensor for t in leaves)
+        cacheable = not differentiable and all(type(t) is torch.Tensor for t in leaves)
         cache = (leaves, tuple(map(_VERSION, leaves)), consts, like.dtype) if cacheable else None
         self._constant_cache = cache
         return consts
@@ -219,7 +228,7 @@ class PendulumEnv(EnvBase):
                 "params": params,
                 "observation": torch.stack([new_th.cos(), sin_new, new_thdot], -1),
                 "reward": cost.neg().unsqueeze(-1),
-                "done": torch.zeros_like(self._done_template(batch, th)),
+                "done": mark_false(torch.zeros_like(self._done_template(batch, th))),  # never done: no read
             },
             batch,
             self._device,

@@ -6,7 +6,7 @@ from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
 from torchrl._fast import fast_get
-from torchrl.envs._done import as_tuple, from_tuple, where_reset
+from torchrl.envs._done import as_tuple, from_tuple, known_value, where_reset
 
 __all__ = ["done_groups", "restart_where_reset", "reset_key_for"]
 
@@ -32,7 +32,7 @@ def restart_where_reset(
 ) -> torch.Tensor:
     """``fresh`` where the sub-env is reset (all of them when there is no mask or no previous value)."""
     mask = fast_get(tensordict, reset_key) if tensordict is not None else None
-    if mask is None or previous is None:
+    if mask is None or previous is None or known_value(mask) is True:  # (a mask known to select every row)
         return fresh
     if mask.ndim > fresh.ndim:  # e.g. a (B, 1) done-shaped mask for a (B,) entry
         mask = mask.reshape(mask.shape[: fresh.ndim])

@@ -120,8 +120,10 @@ class ObservationNorm(ObservationTransform):
             return self.eps
         return torch.finfo(dtype).eps if dtype.is_floating_point else 1e-6
 
-    def _coefficients(self, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(mul, add)`` with ``normalized = obs * mul + add``, cached until loc/scale change."""
+    def _coefficients(self, dtype: torch.dtype, device: torch.device | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mul, add)`` with ``normalized = obs * mul + add``, on ``device`` (the observations'; default: the
+        buffers'), cached until loc/scale change: the buffers stay where they are (as TorchRL's), and an env on
+        another device gets its copies once, not at every step."""
         buffers = self._buffers
         loc, scale = buffers.get("loc"), buffers.get("scale")
         if loc is None or scale is None:
@@ -131,13 +133,15 @@ class ObservationNorm(ObservationTransform):
             )
         coef = self._coef
         if coef is not None:
-            c_loc, c_lv, c_scale, c_sv, c_dtype = coef[0]
-            if c_loc is loc and c_scale is scale and c_lv == loc._version and c_sv == scale._version and c_dtype == dtype:
+            c_loc, c_lv, c_scale, c_sv, c_dtype, c_device = coef[0]
+            if c_loc is loc and c_scale is scale and c_lv == loc._version and c_sv == scale._version and c_dtype == dtype \
+                    and (device is None or c_device == device):
                 return coef[1], coef[2]
-        stamp = (loc, loc._version, scale, scale._version, dtype)
+        device = loc.device if device is None else device
+        stamp = (loc, loc._version, scale, scale._version, dtype, device)
         if not dtype.is_floating_point:
             dtype = torch.promote_types(loc.dtype, scale.dtype)
-        loc_, scale_ = loc.detach().to(dtype), scale.detach().to(dtype)
+        loc_, scale_ = loc.detach().to(device=device, dtype=dtype), scale.detach().to(device=device, dtype=dtype)
         if self.standard_normal:
             mul = 1.0 / scale_.clamp_min(self._eps(dtype))
             add = -loc_ * mul
@@ -148,11 +152,11 @@ class ObservationNorm(ObservationTransform):
 
     # -- data ----------------------------------------------------------------------------------------------
     def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
-        mul, add = self._coefficients(obs.dtype)
+        mul, add = self._coefficients(obs.dtype, obs.device)
         return torch.addcmul(add, obs, mul)
 
     def _inv_apply_transform(self, state: torch.Tensor) -> torch.Tensor:
-        loc, scale = self.loc.to(state.dtype), self.scale.to(state.dtype)
+        loc, scale = self.loc.to(device=state.device, dtype=state.dtype), self.scale.to(device=state.device, dtype=state.dtype)
         if self.standard_normal:
             return torch.addcmul(loc, state, scale.clamp_min(self._eps(state.dtype)))
         return (state - loc) / scale

@@ -6,7 +6,7 @@ from tensordict import TensorDictBase
 
 from torchrl._fast import entries, fast_get, fast_set, scalar, writable
 from torchrl.data.tensor_specs import Bounded, Composite
-from torchrl.envs._done import as_tuple, from_tuple
+from torchrl.envs._done import as_tuple, from_tuple, mark_false
 from torchrl.envs.transforms._groups import done_groups, restart_where_reset
 from torchrl.envs.transforms._transform import Transform
 
@@ -132,14 +132,31 @@ class StepCounter(Transform):
             shape = done.shape if done is not None else tensordict_reset.batch_size + g.shape[len(g.shape) - 1 :]
             fresh = torch.zeros(shape, dtype=torch.int64, device=tensordict_reset.device)
             previous = fast_get(tensordict, g.count, None)
-            fast_set(tensordict_reset, g.count, restart_where_reset(tensordict, g.reset, previous, fresh))
+            count = restart_where_reset(tensordict, g.reset, previous, fresh)
+            fast_set(tensordict_reset, g.count, count)
+            self._remember_reset(g, count, fresh, previous)
             if g.truncated is not None:
                 # truncation starts False with each episode (when the base env does not write the entry, the
                 # reset output may still hold the previous step's value)
-                fresh = torch.zeros(shape, dtype=torch.bool, device=tensordict_reset.device)
+                fresh = mark_false(torch.zeros(shape, dtype=torch.bool, device=tensordict_reset.device))
                 previous = fast_get(tensordict_reset, g.truncated, None)
                 fast_set(tensordict_reset, g.truncated, restart_where_reset(tensordict, g.reset, previous, fresh))
         return tensordict_reset
+
+    @staticmethod
+    def _remember_reset(g: _Group, count: torch.Tensor, fresh: torch.Tensor, previous: torch.Tensor | None) -> None:
+        """Keeps a host bound on the largest count a reset leaves: 0 after a full reset; after a partial one on
+        an accelerator, the bound known for the counter before it (CPU counters are read exactly at the next
+        step instead: a cheap read that lets the bound drop again after episodes end)."""
+        last = g.last
+        if count is fresh:
+            top = 0
+        elif not count.is_cpu and last is not None and last[0] is previous and last[1] == previous._version:
+            top = g.top
+        else:
+            g.last, g.top = None, 0
+            return
+        g.last, g.top = (count, count._version, scalar(1, torch.int64, None if count.is_cpu else count.device)), top
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         max_steps, update_done = self.max_steps, self.update_done
@@ -155,7 +172,7 @@ class StepCounter(Transform):
                 if last is not None and last[0] is count and last[1] == count._version and done is not None \
                         and g.truncated not in dst:
                     new = dst[g.count] = count.add(last[2])
-                    dst[g.truncated] = torch.zeros_like(done)
+                    dst[g.truncated] = mark_false(torch.zeros_like(done))
                     g.last, g.top = (new, new._version, last[2]), g.top + 1
                     return next_tensordict
         for g in self._groups or self._get_groups():
@@ -183,7 +200,8 @@ class StepCounter(Transform):
             if top is not None and top < max_steps and (done is not None or not update_done):
                 # no episode reached the limit: the env's own flags stand; a missing truncated entry is all False
                 if previous is None:
-                    fast_set(next_tensordict, g.truncated, torch.zeros_like(new if done is None else done, dtype=torch.bool))
+                    fresh = torch.zeros_like(new if done is None else done, dtype=torch.bool)
+                    fast_set(next_tensordict, g.truncated, mark_false(fresh))
                 continue
             truncated = new.ge(scalar(max_steps, torch.int64, None if new.is_cpu else new.device))  # fresh: safe in place
             if previous is not None:
