@@ -197,14 +197,16 @@ def bench_pendulum(device: torch.device, small: bool) -> dict:
 
 # ---------------------------------------------------------------------------------------------- SAC
 def _sac_parts(device, batch, hidden):
-    from torchrl.modules import ProbabilisticActor, TanhNormal, ValueOperator
+    from torchrl.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
     from torchrl.objectives import SACLoss, SoftUpdate
     from torchrl.train import fast_adam
 
     actor = ProbabilisticActor(
         TensorDictModule(nn.Sequential(mlp(17, 12, hidden, device), NormalParamExtractor()), ["observation"],
                          ["loc", "scale"]), ["loc", "scale"], distribution_class=TanhNormal)
-    qvalue = ValueOperator(mlp(23, 1, hidden, device), ["observation", "action"])
+    # torchrl's MLP concatenates its inputs (observation, action)
+    qvalue = ValueOperator(MLP(in_features=23, out_features=1, num_cells=hidden, activation_class=nn.ReLU,
+                               device=device), ["observation", "action"])
     loss = SACLoss(actor, qvalue, num_qvalue_nets=2, loss_function="l2", target_entropy=-6.0)
     loss.make_value_estimator(gamma=0.99)
     return loss, SoftUpdate(loss, tau=0.005), fast_adam
