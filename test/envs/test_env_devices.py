@@ -154,6 +154,20 @@ def test_transformed_rollout_one_sync_per_reset_step(accelerator_branches):
     assert data["next", "step_count"][:, -1].squeeze(-1).tolist() == [10] * 4
 
 
+def test_partial_resets_one_sync_per_step(accelerator_branches):
+    env = TransformedEnv(PendulumEnv(batch_size=[4], seed=0), Compose(StepCounter(5), RewardSum(), InitTracker()))
+    env.rollout(2)
+    td = env.reset()
+    td["step_count"] = torch.tensor([[0], [1], [2], [3]])  # episodes end at different steps: partial resets
+    with count_host_syncs() as syncs:
+        data = env.rollout(20, auto_reset=False, tensordict=td, break_when_any_done=False)
+    # the done test reads the flags once per step; the reset that follows reads nothing more (its done-after-reset
+    # check ran on the base env's fresh flags, which the transformed env does not read again)
+    assert syncs.count == 20, syncs.report()
+    assert all("any_done" in str(event) for event in syncs.events)
+    assert data["next", "step_count"].squeeze(-1)[3].tolist() == [4, 5, 1, 2, 3] * 4
+
+
 def test_transformed_rollout_break_when_any_done_at_most_one_sync_per_step(accelerator_branches):
     env = TransformedEnv(PendulumEnv(batch_size=[4], seed=0), _common_transforms(max_steps=30))
     env.rollout(2)

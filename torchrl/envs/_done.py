@@ -16,7 +16,8 @@ from tensordict.utils import NestedKey
 
 from torchrl._fast import any_true, entries, fast_get, fast_set
 
-__all__ = ["DoneStructure", "as_tuple", "from_tuple", "flag_state", "known_value", "mark_false", "mark_true", "sort_keys", "where_reset"]
+__all__ = ["DoneStructure", "as_tuple", "checked_after_reset", "from_tuple", "flag_state", "known_value",
+           "mark_checked_after_reset", "mark_false", "mark_true", "sort_keys", "where_reset"]
 
 DONE_NAMES = ("done", "terminated", "truncated")
 
@@ -54,14 +55,35 @@ def mark_true(t: torch.Tensor) -> torch.Tensor:
     return _mark(t, True)
 
 
-def known_value(t: torch.Tensor) -> bool | None:
-    """``False``/``True`` when ``t`` was marked all-False/all-True (:func:`mark_false`, :func:`mark_true`) and
-    has not been written since; ``None`` when unknown. Reads no value: never waits for a device."""
+_CHECKED = "checked after reset"
+
+
+def mark_checked_after_reset(t: torch.Tensor) -> torch.Tensor:
+    """Records that ``t`` (a done flag a reset just blended) holds False wherever that reset restarted a row, as
+    checked by the env's done-after-reset test; an enclosing env's same test then skips it; returns ``t``."""
+    return _mark(t, _CHECKED)
+
+
+def _lookup(t: torch.Tensor):
     key = id(t)
     entry = _marks.get(key) or _old_marks.get(key)
     if entry is not None and entry[0]() is t and entry[1] == t._version:
         return entry[2]
     return None
+
+
+def known_value(t: torch.Tensor) -> bool | None:
+    """``False``/``True`` when ``t`` was marked all-False/all-True (:func:`mark_false`, :func:`mark_true`) and
+    has not been written since; ``None`` when unknown. Reads no value: never waits for a device."""
+    value = _lookup(t)
+    return value if type(value) is bool else None
+
+
+def checked_after_reset(t: torch.Tensor) -> bool:
+    """Whether ``t`` is known (without a read) to hold False on the rows a reset restarted: all-False, or
+    marked by :func:`mark_checked_after_reset` and not written since."""
+    value = _lookup(t)
+    return value is False or value is _CHECKED
 
 
 def flag_state(t: torch.Tensor) -> tuple[bool, bool]:

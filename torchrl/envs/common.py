@@ -22,7 +22,9 @@ from torch import nn
 
 from torchrl._utils._check_mode import _state as _check_mode_state
 from torchrl._fast import any_true, entries, fast_get, fast_set
-from torchrl.envs._done import as_tuple, known_value, mark_false
+from torchrl.envs._done import (
+    as_tuple, checked_after_reset, known_value, mark_checked_after_reset, mark_false,
+)
 from torchrl.data.tensor_specs import Composite, MultiOneHot, OneHot
 from torchrl.envs._check_env import check_env_specs
 from torchrl.envs._partial_reset import blend_partial_reset
@@ -446,11 +448,18 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         if not isinstance(out, TensorDictBase):
             raise TypeError(f"{type(self).__name__}._reset must return a TensorDict, got {type(out).__name__}.")
         self._fill_reset_done(out)
-        if not self._allow_done_after_reset:
+        check = not self._allow_done_after_reset
+        if check:
             self._check_not_done_after_reset(out, tensordict)
         if tensordict is None:
             return out
-        return self._reset_into(tensordict, out)
+        result = self._reset_into(tensordict, out)
+        if check:  # an enclosing env (a TransformedEnv) need not read these flags again
+            for group in self.done_structure.groups:
+                done = fast_get(result, group.done) if group.done is not None else None
+                if done is not None and known_value(done) is None:
+                    mark_checked_after_reset(done)
+        return result
 
     def _reset_into(self, tensordict: TensorDictBase, out: TensorDictBase) -> TensorDictBase:
         """``tensordict`` updated in place with the reset outputs ``out`` (as TorchRL), minus its reset masks.
@@ -518,8 +527,9 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
     def _check_not_done_after_reset(self, out: TensorDictBase, tensordict: TensorDictBase | None) -> None:
         for group in self.done_structure.groups:
             done = fast_get(out, group.done) if group.done is not None else None
-            # the common case: nothing is done after a reset (flags the reset filled with False are not read)
-            if done is None or known_value(done) is False or not any_true(done):
+            # the common case: nothing is done after a reset (flags known on the host are not read: those the
+            # reset filled with False, and those an inner env's reset already checked)
+            if done is None or checked_after_reset(done) or not any_true(done):
                 continue
             mask = fast_get(tensordict, group.reset_key) if tensordict is not None else None
             if mask is not None and mask.numel() == done.numel():
