@@ -27,7 +27,7 @@ from torchrl.envs import (
 )
 from torchrl.envs._done import known_value, mark_false, mark_true
 from torchrl.envs.transforms import Transform, VecNorm
-from torchrl.testing import get_available_devices
+from torchrl.testing import CountingEnv, get_available_devices
 from torchrl.testing._host_syncs import count_host_syncs
 
 CUDA = [d for d in get_available_devices() if d.type == "cuda"]
@@ -166,6 +166,23 @@ def test_partial_resets_one_sync_per_step(accelerator_branches):
     assert syncs.count == 20, syncs.report()
     assert all("any_done" in str(event) for event in syncs.events)
     assert data["next", "step_count"].squeeze(-1)[3].tolist() == [4, 5, 1, 2, 3] * 4
+
+
+def test_done_after_reset_still_raises_on_accelerator(accelerator_branches):
+    class DoneAfterReset(CountingEnv):
+        def _reset(self, td):
+            out = super()._reset(td)
+            out["done"] = torch.ones(*self.batch_size, 1, dtype=torch.bool)
+            return out
+
+    with pytest.raises(RuntimeError, match="True right after reset"):
+        DoneAfterReset(batch_size=[3]).reset()
+    env = DoneAfterReset(batch_size=[3])
+    td = DoneAfterReset(batch_size=[3], allow_done_after_reset=True).reset()
+    td["_reset"] = torch.tensor([[True], [False], [False]])
+    with count_host_syncs() as syncs, pytest.raises(RuntimeError, match="True right after reset"):
+        env.reset(td)
+    assert syncs.count == 1, syncs.report()  # the flags of the reset rows, read once
 
 
 def test_transformed_rollout_break_when_any_done_at_most_one_sync_per_step(accelerator_branches):

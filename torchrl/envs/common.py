@@ -528,8 +528,9 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         for group in self.done_structure.groups:
             done = fast_get(out, group.done) if group.done is not None else None
             # the common case: nothing is done after a reset (flags known on the host are not read: those the
-            # reset filled with False, and those an inner env's reset already checked)
-            if done is None or checked_after_reset(done) or not any_true(done):
+            # reset filled with False, and those an inner env's reset already checked; a CPU flag is read first,
+            # cheaply, a flag on an accelerator only once, below)
+            if done is None or checked_after_reset(done) or (done.is_cpu and not any_true(done)):
                 continue
             mask = fast_get(tensordict, group.reset_key) if tensordict is not None else None
             if mask is not None and mask.numel() == done.numel():
