@@ -404,3 +404,13 @@ class TestOnDevice:
         rb = ReplayBuffer(storage=ListStorage(5, device=device), batch_size=3)
         rb.extend([torch.ones(2) * i for i in range(7)])
         assert rb.sample().device == device
+
+
+def test_compact_obs_on_device_storages(tmp_path):
+    data = transitions(8)
+    data["next", "obs"] = data["obs"] + 1
+    for storage in (LazyTensorStorage(10, device=META), LazyMemmapStorage(10, scratch_dir=tmp_path, device=META)):
+        rb = TensorDictReplayBuffer(storage=storage, compact_obs=["obs"], batch_size=4)
+        rb.extend(data)
+        sample = rb.sample()
+        assert sample["next", "obs"].device == META and sample["next", "obs"].shape == (4, 1)

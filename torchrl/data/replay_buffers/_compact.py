@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import torch
 from tensordict import NestedKey, TensorDictBase
 
-from torchrl.data.replay_buffers._utils import _key_str, ravel_index
+from torchrl.data.replay_buffers._utils import _key_str, ravel_index, to_device
 
 _NEXT_ONLY = ("done", "terminated", "truncated", "reward")
 
@@ -59,20 +59,25 @@ class CompactObservations:
         following = (row + 1) % capacity if full else row + 1
         last = storage._last_row()
         has_next = following != (last + 1) % capacity if full and last is not None else following < rows
-        done = data.get(self.done_key).reshape(*row.shape, -1).any(-1)
+        done = data.get(self.done_key)
+        content = storage._storage
+        if done.device != row.device:  # a memory-mapped storage read on the CPU, sampled to a GPU: read it there
+            stored = content.get(self.done_key)
+            done = stored.reshape(-1, *stored.shape[storage.ndim :])[flat]
+        done = done.reshape(*row.shape, -1).any(-1)
         keep = has_next & ~done
         next_flat = flat + columns
         if full:
             next_flat = next_flat % (capacity * columns)
         next_flat = torch.where(keep, next_flat, torch.zeros_like(next_flat))
-        content = storage._storage
         for key in self.keys or []:
             source = content.get(key)
             source = source.reshape(-1, *source.shape[storage.ndim :])
             value = source[next_flat]
             mask = keep.reshape(*keep.shape, *([1] * (value.ndim - keep.ndim)))
             fill = self.fill_value if value.is_floating_point() else 0
-            data.set(("next", *key), torch.where(mask, value, torch.full_like(value, fill)))
+            value = torch.where(mask, value, torch.full_like(value, fill))
+            data.set(("next", *key), value if data.device is None else to_device(value, data.device))
         return data
 
     def describe(self) -> str:
