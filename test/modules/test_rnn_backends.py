@@ -119,7 +119,7 @@ def test_modules_agree_across_backends(cls, device, no_tf32):
 
 
 @pytest.mark.parametrize("mode", ["LSTM", "GRU"])
-def test_triton_kernel_has_no_host_sync_and_scan_one(mode):
+def test_host_syncs_per_kernel(mode):
     rnn, x, starts, states = _problem(mode, 2, torch.float32, torch.device("cpu"))
     h0, c0 = (states + [None])[:2]
     # the counter is a dispatch mode, which torch.compile refuses: count on the same functions run eagerly
@@ -130,6 +130,29 @@ def test_triton_kernel_has_no_host_sync_and_scan_one(mode):
     with count_host_syncs() as syncs:
         scan_run(rnn, x, h0, c0, starts)
     assert syncs.count == 1, syncs.report()  # which steps have resets: one read for all layers
+    with count_host_syncs() as syncs:
+        padded_run(rnn, x, h0, c0, starts)
+    assert syncs.count == 2, syncs.report()  # where the segments start and their lengths (the group shapes)
+
+
+@pytest.mark.parametrize("cls", [LSTMModule, GRUModule])
+def test_sequential_step_reads_nothing_off_cpu(cls):
+    """Collection steps: on an accelerator (here the meta device) the reset masking needs no host read."""
+    module = cls(input_size=3, hidden_size=4, in_key="obs", out_key="f", device="meta")
+    td = TensorDict(obs=torch.randn(5, 3, device="meta"), is_init=torch.zeros(5, 1, dtype=torch.bool, device="meta"), batch_size=[5])
+    for key, shape in zip(module._state_keys, module._state_shapes()):
+        td[key] = torch.zeros(5, *shape, device="meta")
+    with count_host_syncs() as syncs:
+        out = module(td)
+    assert syncs.count == 0, syncs.report()
+    assert out["f"].device.type == "meta" and out["next", module._state_keys[0]].shape == (5, 1, 4)
+    cpu = cls(input_size=3, hidden_size=4, in_key="obs", out_key="f")
+    td = TensorDict(obs=torch.randn(5, 3), is_init=torch.zeros(5, 1, dtype=torch.bool), batch_size=[5])
+    for key, shape in zip(module._state_keys, module._state_shapes()):
+        td[key] = torch.zeros(5, *shape)
+    with count_host_syncs() as syncs:
+        cpu(td)
+    assert syncs.count == 1  # on CPU one read skips the masking when no episode starts
 
 
 # -- "auto": the fastest measured ---------------------------------------------------------------------------

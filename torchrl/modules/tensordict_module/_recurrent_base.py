@@ -355,10 +355,12 @@ class RecurrentModuleBase(TensorDictModuleBase):
     def _forward_step(self, x, states, is_init, batch):
         n = batch.numel()
         flat_states = None if states is None else [s.reshape(n, *s.shape[-2:]) for s in states]
-        if flat_states is not None and is_init is not None and bool(is_init.any()):
-            # an episode starts here: zero state, whatever the data carried over (e.g. across a partial reset)
+        # an episode starts where is_init is set: zero state, whatever the data carried over (e.g. across a
+        # partial reset). On CPU one host read skips the masking when no row starts; elsewhere that read would
+        # stall the stream, so the rows are always masked.
+        if flat_states is not None and is_init is not None and (is_init.device.type != "cpu" or bool(is_init.any())):
             fresh = is_init.reshape(n, -1).any(-1)[:, None, None]
-            flat_states = [torch.where(fresh, torch.zeros((), dtype=s.dtype, device=s.device), s) for s in flat_states]
+            flat_states = [s.masked_fill(fresh, 0) for s in flat_states]
         y, new = self._step(x.reshape(n, x.shape[-1]), flat_states)
         return y.reshape(*batch, y.shape[-1]), [s.reshape(*batch, *s.shape[-2:]) for s in new]
 

@@ -249,7 +249,8 @@ def padded_run(
 
     Each group is one dense ``torch.lstm``/``torch.gru`` call per layer (the fast oneDNN/cuDNN paths),
     so there is no Python loop over time; padding only follows the real steps, so the outputs of real
-    steps are exact. Layers run one call each, so every layer's hidden state at every step is an output;
+    steps are exact. Two host reads per call (where the segments start, and their lengths, which shape the
+    groups); everything else is fixed-shape gathers and one scatter per layer. Layers run one call each, so every layer's hidden state at every step is an output;
     LSTM cell states are recovered with :func:`_lstm_cells`. Returns ``(y [N, T, H_out], h [N, T, L,
     H_out], c [N, T, L, H] or None)``: the state after every step, like :func:`scan_run`.
     """
@@ -259,12 +260,13 @@ def padded_run(
     device = x.device
     start_index, lengths = _segments(starts, n, steps, device)
     full_starts = torch.zeros(total, dtype=torch.bool, device=device).index_fill(0, start_index, True).reshape(n, steps)
-    plans = []
+    plans = []  # per group: first step of each segment, and the steps read (padding reads/writes row ``total``)
     for segments, longest in _buckets(lengths):
         t_range = torch.arange(longest, device=device)
         index = start_index[segments].unsqueeze(1) + t_range
         valid = t_range < lengths[segments].unsqueeze(1)
-        plans.append((start_index[segments], torch.where(valid, index, total), index[valid], valid))
+        plans.append((start_index[segments], torch.where(valid, index, total)))
+    scatter = torch.cat([gather.reshape(-1) for _, gather in plans])
     h_size = rnn.proj_size if getattr(rnn, "proj_size", 0) else rnn.hidden_size
 
     def initial(state, layer, first, size):
@@ -278,18 +280,18 @@ def padded_run(
         weights = layer_weights(rnn, layer, dtype=dtype)
         flat = [w for w in weights if w is not None]
         source = torch.cat([layer_in.reshape(total, -1), layer_in.new_zeros(1, layer_in.shape[-1])])
-        h = None
-        for first, gather, scatter, valid in plans:
+        outs = []
+        for first, gather in plans:
             h0 = initial(h_init, layer, first, h_size)
             if is_lstm:
                 hx = (h0, initial(c_init, layer, first, rnn.hidden_size))
                 out = torch.lstm(source[gather], hx, flat, rnn.bias, 1, 0.0, rnn.training, False, True)[0]
             else:
                 out = torch.gru(source[gather], h0, flat, rnn.bias, 1, 0.0, rnn.training, False, True)[0]
-            if h is None:
-                h = out.new_zeros(total, out.shape[-1])
-            h = h.index_put((scatter,), out[valid])
-        h = h.reshape(n, steps, -1)
+            outs.append(out.reshape(-1, out.shape[-1]))
+        # one scatter of every group's outputs; the padded steps all land in the spare row ``total``, dropped
+        h = outs[0].new_zeros(total + 1, outs[0].shape[-1]).index_put((scatter,), torch.cat(outs))
+        h = h[:total].reshape(n, steps, -1)
         hs.append(h)
         if is_lstm:
             cs.append(_lstm_cells(layer_in, h, _layer_slice(h_init, layer), _layer_slice(c_init, layer), full_starts, weights))

@@ -21,14 +21,28 @@ recurrent mode), where the zero state that TorchRL documents as default is exact
 policy to the env (``MyEnv(policy=policy)``) or to a collector adds ``InitTracker`` and the primer
 automatically (see :func:`~torchrl.modules.get_env_transforms_from_module`).
 
-Backends for recurrent mode (``recurrent_backend``): ``"pad"`` (default) cuts sequences at the resets,
-pads the segments in groups of similar lengths and runs each group through ATen's fused kernels (cuDNN /
-oneDNN; no Python loop over time); ``"scan"`` runs a fixed-shape masked recurrence (no data-dependent
-shapes, so it compiles; on CPU it is usually the fastest); ``"triton"`` compiles the scan with
-``torch.compile`` (Triton kernels) and needs CUDA; ``"auto"`` picks ``"scan"`` on CPU and ``"triton"``
-(or ``"pad"`` without Triton) on CUDA. All backends return the output and the recurrent state after
+Backends for recurrent mode (``recurrent_backend``); all return the output and the recurrent state after
 *every* step (TorchRL's padded kernel only returns the last one), so ``("next", state)`` entries written in
-recurrent mode are exact and consistent with collection.
+recurrent mode are exact and consistent with collection, and all agree on outputs and gradients
+(``test/modules/test_rnn_backends.py``: float64 to 1e-5, float32 to 1e-4):
+
+- ``"pad"`` (default): cuts sequences at the resets, pads the segments in groups of similar lengths and runs
+  each group through ATen's fused kernels (cuDNN / oneDNN; no Python loop over time). Finding the segments
+  reads them on the host (two syncs per call).
+- ``"scan"``: a fixed-shape masked recurrence in eager torch (a Python loop over time; one host read per
+  call to skip the masking at steps where no row restarts). Fastest forward on CPU.
+- ``"triton"`` (CUDA only, needs the ``triton`` package; the constructor raises ``RuntimeError`` without it
+  and the call raises for data on another device): the same recurrence with each step's elementwise work
+  compiled by :func:`torch.compile` (Inductor generates Triton kernels), its backward written out, and the
+  reset of the next step's state fused into it: one matmul and one fused kernel per step, no host sync.
+  Its hidden-to-hidden matmul runs in ``recurrent_compute_dtype`` (float32 data only) and at
+  ``recurrent_matmul_precision`` (forward and backward, whatever torch's setting is meanwhile); the other
+  backends ignore both, as in TorchRL. LSTM projections (``proj_size``) run the ``"pad"`` kernel.
+- ``"auto"``: the first call for each kind of problem (device, dtype, sizes, batch and length rounded to
+  powers of two, grad mode) times every candidate on that call's data (``"pad"`` and ``"scan"``, plus
+  ``"triton"`` on CUDA when available; one warm-up and two timed runs each, forward + backward when
+  gradients are on) and keeps the fastest for the process (see ``_recurrent_auto.py``). Under
+  :func:`torch.compile` it uses ``"scan"``. (TorchRL 0.14's ``"auto"`` is ``"pad"`` in eager mode.)
 """
 from __future__ import annotations
 
@@ -101,12 +115,14 @@ class LSTMModule(RecurrentModuleBase):
             ATen's fused kernels. Defaults to ``False``.
         recurrent_backend ("auto", "pad", "scan", "triton", optional): the recurrent-mode kernel (see the
             module docs). Defaults to ``"pad"``.
-        recurrent_compute_dtype (torch.dtype, optional): dtype of the recurrence math (inputs, states and
-            weights are cast to it, results cast back). Defaults to ``torch.float32``.
+        recurrent_compute_dtype (torch.dtype, optional): dtype of the ``"triton"`` backend's hidden-to-hidden
+            matmul on float32 data (e.g. ``torch.bfloat16``; the product is cast back to float32 before the
+            gates); ignored by the other backends. Defaults to ``torch.float32``.
         recurrent_recompute ("none" or "full", optional): ``"full"`` recomputes the recurrent-mode forward
             during backward instead of storing activations (activation checkpointing).
-        recurrent_matmul_precision (str, optional): see :func:`set_recurrent_matmul_precision`;
-            ``"auto"`` follows the global setting.
+        recurrent_matmul_precision (str, optional): precision of the ``"triton"`` backend's float32 matmuls on
+            CUDA (``"ieee"``, ``"tf32"``, ``"tf32x3"``, ``"fast"``, ``"high-prec"``); ``"auto"`` follows
+            :func:`set_recurrent_matmul_precision`. Ignored by the other backends.
 
     Keyword Args:
         in_key / in_keys: the input entry, or ``[input, h_key, c_key]`` (optionally + the is_init key).
