@@ -118,6 +118,27 @@ def test_collector_device_sets_env_policy_and_storage(device):
     collector.shutdown()
 
 
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ({}, (None, None, None)),
+        ({"device": "cpu"}, ("cpu", "cpu", "cpu")),
+        ({"env_device": "cpu", "policy_device": "cpu"}, ("cpu", "cpu", "cpu")),  # they agree: batches stay there
+        ({"env_device": "cpu"}, ("cpu", None, None)),
+        ({"policy_device": "meta"}, (None, "meta", None)),
+        ({"env_device": "cpu", "policy_device": "meta"}, ("cpu", "meta", None)),
+        ({"storing_device": "meta"}, (None, None, "meta")),
+    ],
+)
+def test_collector_device_attributes(given, expected):
+    """TorchRL's rules (checked against TorchRL 0.14.1 with CPU devices): ``device`` fills the others, and
+    ``storing_device`` defaults to the env's device when env and policy devices agree."""
+    collector = Collector(PendulumEnv(batch_size=[2], seed=0), _policy(), frames_per_batch=4, total_frames=4, **given)
+    found = (collector.env_device, collector.policy_device, collector.storing_device)
+    assert found == tuple(None if d is None else torch.device(d) for d in expected)
+    collector.shutdown()
+
+
 def test_collector_storing_device():
     collector = Collector(PendulumEnv(batch_size=[2], seed=0), _policy(), frames_per_batch=6, total_frames=6,
                           storing_device="meta")

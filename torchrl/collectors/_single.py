@@ -260,9 +260,13 @@ class Collector(BaseCollector):
             raise TypeError("Collector: pass either policy or policy_factory, not both.")
         self._closed = False
         self._worker_idx = worker_idx
+        # TorchRL's rules: ``device`` fills the others; batches stay where env and policy both run when they agree
         env_device = resolve_device(env_device if env_device is not None else device)
         policy_device = resolve_device(policy_device if policy_device is not None else device)
-        self.storing_device = resolve_device(storing_device if storing_device is not None else device)
+        storing_device = resolve_device(storing_device if storing_device is not None else device)
+        if storing_device is None and env_device == policy_device:
+            storing_device = env_device
+        self.storing_device, self.env_device, self.policy_device = storing_device, env_device, policy_device
         self.env, self._owns_env = self._make_env(create_env_fn, create_env_kwargs)
         if policy_factory is not None:
             policy = policy_factory()
