@@ -152,15 +152,26 @@ class ModuleRunner:
         self.in_keys = list(module.in_keys)
         self.out_keys = list(module.out_keys)
 
-    def __call__(self, inputs: dict, batch_size) -> dict:
+    def __call__(self, inputs: dict, batch_size, *, detached: bool | frozenset = False) -> dict:
+        """``detached``: ``True`` (every parameter) or the ids of the parameters to read detached, through
+        :func:`~torch.func.functional_call` (which, unlike ``hold_out_params``, traces under ``torch.compile``)."""
         if self.inner is not None and _switch.ON:
-            out = self.inner(*[inputs[k] for k in self.in_keys])
+            args = [inputs[k] for k in self.in_keys]
+            out = self.inner(*args) if detached is False else functional_call(
+                self.inner, _detached(self.inner, detached), tuple(args))
             if not isinstance(out, tuple):
                 out = (out,)
             return dict(zip(self.out_keys, out))
         data = TensorDict(dict(inputs), batch_size=batch_size)
-        data = self.module(data)
+        if detached is False:
+            data = self.module(data)
+        else:
+            data = functional_call(self.module, _detached(self.module, detached), (data,))
         return {k: data.get(k) for k in self.out_keys if k in data.keys(True, True)}
+
+
+def _detached(module: nn.Module, which: bool | frozenset) -> dict:
+    return {n: p.detach() for n, p in module.named_parameters() if which is True or id(p) in which}
 
 
 #: Plain-module ensembles this small are evaluated with a loop even when vmap is allowed: for TD3's two
@@ -203,14 +214,16 @@ class EnsembleCall:
             if self.vmap and n > _LOOP_MAX_MEMBERS:
                 return torch.vmap(one, (0,) + (None,) * len(xs), randomness=self.randomness)(pdict, *xs)
             return torch.stack([one({k: v[i] for k, v in pdict.items()}, *xs) for i in range(n)])
-        if detach:
-            params = params.detach()
+        # the general route: the TensorDict module on a TensorDict, its parameters swapped in by functional_call
+        # (params.to_module inside a compiled function fails dynamo's guards on a first call)
+        names = [".".join(k) for k in params.keys(True, True)]
+        pdict = dict(zip(names, [v.detach() if detach else v for v in params.values(True, True)]))
         data = TensorDict(dict(inputs), batch_size=batch_size)
+        module, key = self.module, self.out_key
 
         def one_td(p, d):
-            with p.to_module(self.module):
-                return self.module(d.copy()).get(self.out_key)
+            return functional_call(module, p, (d.copy(),)).get(key)
 
         if self.vmap:
-            return torch.vmap(one_td, (0, None), randomness=self.randomness)(params, data)
-        return torch.stack([one_td(params[i], data) for i in range(n)])
+            return torch.vmap(one_td, (0, None), randomness=self.randomness)(pdict, data)
+        return torch.stack([one_td({k: v[i] for k, v in pdict.items()}, data) for i in range(n)])

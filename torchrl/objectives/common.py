@@ -399,6 +399,8 @@ class LossModule(TensorDictModuleBase):
         ]
 
     def _target_warning(self) -> None:
+        if torch.compiler.is_compiling():  # warned by the first eager call (a warning would break the graph)
+            return
         self._warn_target = False
         if not all(self._has_update_associated.values()):
             warnings.warn(self.TARGET_NET_WARNING, UserWarning, stacklevel=3)

@@ -125,9 +125,9 @@ class DDPGLoss(LossModule):
     def _estimator_networks(self) -> dict:
         return {"value_network": TensorDictSequential(self.actor_network, self.value_network)}
 
-    def _q(self, runner: ModuleRunner, td, extra=None, nxt=False):
+    def _q(self, runner: ModuleRunner, td, extra=None, nxt=False, detached=False):
         inputs = gather_inputs(td, runner.in_keys, self._missing, extra=extra, nxt=nxt)
-        out = runner(inputs, td.batch_size)
+        out = runner(inputs, td.batch_size, detached=detached)
         key = self.tensor_keys.state_action_value
         if key not in out:
             raise self._missing(key)
@@ -137,8 +137,11 @@ class DDPGLoss(LossModule):
         """``-Q(s, mu(s))`` with the critic's parameters held out; returns ``(loss, metadata)``."""
         actor = self._actor
         action = actor(gather_inputs(tensordict, actor.in_keys, self._missing), tensordict.batch_size)
-        with hold_out_params(self.value_network.parameters()):
-            q = self._q(self._critic, tensordict, extra=action)
+        if torch.compiler.is_compiling():  # requires_grad_ does not trace: read the parameters detached instead
+            q = self._q(self._critic, tensordict, extra=action, detached=True)
+        else:
+            with hold_out_params(self.value_network.parameters()):
+                q = self._q(self._critic, tensordict, extra=action)
         loss = -q.squeeze(-1) if q.shape[-1:] == (1,) else -q
         return _reduce(loss, self.reduction, self._loss_mask(tensordict)), {}
 
@@ -146,8 +149,11 @@ class DDPGLoss(LossModule):
         """``distance(Q(s, a), target)``; returns ``(loss, metadata)`` and writes the TD error."""
         k = self.tensor_keys
         if self.separate_losses and self._shared:
-            with hold_out_params(self._shared):
-                pred = self._q(self._critic, tensordict)
+            if torch.compiler.is_compiling():
+                pred = self._q(self._critic, tensordict, detached=frozenset(map(id, self._shared)))
+            else:
+                with hold_out_params(self._shared):
+                    pred = self._q(self._critic, tensordict)
         else:
             pred = self._q(self._critic, tensordict)
         with torch.no_grad():
@@ -189,4 +195,4 @@ class DDPGLoss(LossModule):
     @property
     def in_keys(self):
         """Inputs: next reward/done/terminated, the actor's and critic's inputs (now and at ``"next"``)."""
-        return LossModule.in_keys.fget(self)
+        return super().in_keys

@@ -333,7 +333,7 @@ class DQNLoss(LossModule):
     @property
     def in_keys(self):
         """Inputs: action, next reward/done/terminated, the network's inputs now and at ``"next"``."""
-        return LossModule.in_keys.fget(self)
+        return super().in_keys
 
 
 class DistributionalDQNLoss(LossModule):

@@ -133,4 +133,4 @@ class TD3Loss(_TwinDelayedBase):
     @property
     def in_keys(self):
         """Inputs: action, next reward/done/terminated, the actor's inputs (now and next), the Q inputs."""
-        return _TwinDelayedBase.in_keys.fget(self)
+        return super().in_keys

@@ -126,4 +126,4 @@ class TD3BCLoss(_TwinDelayedBase):
     @property
     def in_keys(self):
         """Inputs: action, next reward/done/terminated, the actor's inputs (now and next), the Q inputs."""
-        return _TwinDelayedBase.in_keys.fget(self)
+        return super().in_keys

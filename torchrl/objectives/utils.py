@@ -295,9 +295,10 @@ def _reduce(tensor: Tensor, reduction: str, mask: Tensor | None = None, weights:
     if mask is not None:
         if mask.shape != tensor.shape:
             mask = _align(mask, tensor)
-        if reduction == "mean":
-            return tensor[mask].sum() / mask.sum().clamp_min(1)
+        # masked-out elements are zeroed, not dropped: boolean indexing would read the mask on the host
         tensor = torch.where(mask, tensor, torch.zeros((), dtype=tensor.dtype, device=tensor.device))
+        if reduction == "mean":
+            return tensor.sum() / mask.sum().clamp_min(1)
     if reduction == "mean":
         return tensor.mean()
     if reduction == "sum":
