@@ -29,7 +29,7 @@ from torchrl.modules.tensordict_module import LSTMModule, set_recurrent_mode
 from torchrl.modules.tensordict_module import _recurrent_base
 from torchrl.modules.tensordict_module._recurrent_auto import problem_key
 
-SIZES = {"n": 256, "steps": 1000, "features": 64, "hidden": 128, "iters": 5}
+SIZES = {"n": 256, "steps": 1000, "features": 64, "hidden": 128, "iters": 3}
 SMALL = {"n": 4, "steps": 50, "features": 8, "hidden": 16, "iters": 2}
 
 

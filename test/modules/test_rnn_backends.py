@@ -124,7 +124,7 @@ def test_host_syncs_per_kernel(mode):
     h0, c0 = (states + [None])[:2]
     # the counter is a dispatch mode, which torch.compile refuses: count on the same functions run eagerly
     with torch.compiler.set_stance("force_eager"), count_host_syncs() as syncs:
-        y, h, c = triton_run(rnn, x, h0, c0, starts)
+        _, h, c = triton_run(rnn, x, h0, c0, starts)
         (h.sum() + (0 if c is None else c.sum())).backward()
     assert syncs.count == 0, syncs.report()
     with count_host_syncs() as syncs:

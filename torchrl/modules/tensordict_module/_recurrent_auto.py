@@ -1,15 +1,18 @@
 """``recurrent_backend="auto"``: each backend timed once per kind of problem, the fastest kept.
 
-Which kernel wins depends on the device, the dtype, the sizes and whether gradients are needed (on CPU the
-masked scan is the fastest forward, while the padded fused kernels win by far once a backward pass follows;
-on CUDA cuDNN, the scan and the compiled cells trade places with the batch and the sequence length). So the
+Which kernel wins depends on the device, the dtype, the sizes and whether gradients are needed (measured on
+CPU: the masked scan wins forward passes and large training batches, the padded fused kernels win small LSTM
+training batches; on CUDA cuDNN's fused kernels pay for the padding and the compiled cells for one launch
+per step, so the winner moves with the batch, the length and the reset rate). So the
 first recurrent-mode call for a given key (:func:`problem_key`: device, dtype, LSTM/GRU and its sizes, batch
 and sequence length rounded up to powers of two, grad mode) runs every candidate on that call's data: one
 warm-up run, then ``repeats`` timed runs (forward, plus a backward pass to the parameters and inputs when
 gradients are on; CUDA is synchronised around each run, and the random number generators are restored
 afterwards, so measuring does not change a seeded run). The fastest (best of its timed runs) is cached for
-the process; later calls with the same key only look it up. The measured times stay in
-:attr:`BackendChooser.timings` (the GPU benchmark reports them).
+the process; later calls with the same key only look it up (no host read, no timing). The measured times
+stay in :attr:`BackendChooser.timings` (the GPU benchmark reports them). On CUDA the first call also pays
+for compiling the ``"triton"`` cells (once per process and dtype; Inductor caches them on disk). The reset
+rate is not part of the key (reading it would cost a host sync on every call).
 """
 from __future__ import annotations
 

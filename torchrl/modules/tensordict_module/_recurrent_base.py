@@ -275,7 +275,7 @@ class RecurrentModuleBase(TensorDictModuleBase):
         def trial(backend):
             def run():
                 with torch.set_grad_enabled(grad):
-                    y, h, c = self._kernel(backend, x, h0, c0, starts)
+                    _, h, c = self._kernel(backend, x, h0, c0, starts)
                     if grad:
                         loss = h.sum() if c is None else h.sum() + c.sum()
                         torch.autograd.grad(loss, inputs, allow_unused=True)

@@ -164,9 +164,8 @@ def recurrent_mm(h: torch.Tensor, w_t: torch.Tensor, *, precision: str) -> torch
     and other dtypes ignore ``precision`` (a CPU float32 matmul is IEEE).
     """
     a = h if h.dtype == w_t.dtype else h.to(w_t.dtype)
-    if a.dtype != torch.float32 or a.device.type != "cuda":
-        out = a @ w_t
-    elif precision == ("ieee" if torch.get_float32_matmul_precision() == "highest" else "tf32"):
+    plain = a.dtype != torch.float32 or a.device.type != "cuda"
+    if plain or precision == ("ieee" if torch.get_float32_matmul_precision() == "highest" else "tf32"):
         out = a @ w_t
     else:
         out = _PrecisionMM.apply(a, w_t, precision)
