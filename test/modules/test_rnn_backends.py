@@ -232,6 +232,38 @@ def test_auto_module_runs_the_fastest_measured(monkeypatch, fastest):
     assert len(chooser.choices) == 2 and ran[1:] == ["pad"] * 3 + ["scan"] * 3 + [chooser.choices[key[:-1] + (False,)]]
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_auto_real_measurement(monkeypatch, device):
+    """With the real clock: the choice is the fastest of the measured candidates and computes what it computes."""
+    chooser = BackendChooser()
+    monkeypatch.setattr(_recurrent_base, "AUTO", chooser)
+    module = _module(GRUModule, "auto", torch.float32, device)
+    data = _data(module, dtype=torch.float32, device=device)
+    with set_recurrent_mode(True):
+        out = module(data.clone())["feat"]
+        ((key, choice),) = chooser.choices.items()
+        timings = chooser.timings[key]
+        expected = {"pad", "scan"} | ({"triton"} if device.type == "cuda" and _recurrent_base._has_triton() else set())
+        assert set(timings) == expected and choice == min(timings, key=timings.get)
+        assert all(0 < t < 60 for t in timings.values())
+        ref = _module(GRUModule, choice, torch.float32, device)(data.clone())["feat"]
+    torch.testing.assert_close(out, ref, atol=0, rtol=0)
+
+
+def test_triton_kernel_without_biases():
+    for mode in ("LSTM", "GRU"):
+        torch.manual_seed(0)
+        rnn = (torch.nn.LSTM if mode == "LSTM" else torch.nn.GRU)(3, 4, num_layers=2, bias=False, batch_first=True)
+        x = torch.randn(3, 7, 3)
+        starts = torch.rand(3, 7) < 0.3
+        starts[:, 0] = True
+        ref = padded_run(rnn, x, None, None, starts)
+        out = triton_run(rnn, x, None, None, starts, compile_backend="aot_eager")
+        for a, b in zip(ref, out):
+            if a is not None:
+                torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5)
+
+
 def test_auto_measuring_keeps_the_random_stream(monkeypatch):
     monkeypatch.setattr(_recurrent_base, "AUTO", BackendChooser())
     module = _module(GRUModule, "auto", torch.float32, "cpu", dropout=0.5)  # dropout draws random numbers
