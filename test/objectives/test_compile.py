@@ -55,9 +55,11 @@ def test_compiled_loss_matches_eager(name):
         grads = torch.autograd.grad(total(out), params, allow_unused=True)
         return out, batch, grads
 
-    eager_out, eager_batch, eager_grads = run(loss)
+    # compiled first: the first call's lazy work (value estimator, key caches, the target-updater warning) is
+    # traced too, as when a script compiles its loss before using it
     compiled = torch.compile(loss, backend="eager", fullgraph=True)  # raises at any graph break
     out, batch, grads = run(compiled)
+    eager_out, eager_batch, eager_grads = run(loss)
     assert set(out.keys()) == set(eager_out.keys())
     for key, value in eager_out.items():
         torch.testing.assert_close(out[key], value, rtol=1e-5, atol=1e-5, msg=f"{name}: {key}")
@@ -147,3 +149,44 @@ def test_ddpg_with_a_shared_trunk_keeps_it_out_of_the_critic_loss_when_compiled(
     trunk_grad, head_grad = torch.autograd.grad(compiled, [trunk.weight, head], allow_unused=True)
     assert trunk_grad is None
     torch.testing.assert_close(head_grad, torch.autograd.grad(eager, head)[0])
+
+
+def _policies():
+    from torch import nn
+
+    from test.objectives._tiny_losses import N_ACT, N_OBS, QNet, _box, _tanh_actor
+    from torchrl.data import OneHot
+    from torchrl.modules import MLP, Actor, QValueActor, ValueOperator
+
+    return {
+        "qvalue_actor": QValueActor(MLP(in_features=N_OBS, out_features=N_ACT, num_cells=[8]),
+                                    in_keys=["observation"], action_space=OneHot(N_ACT)),
+        "actor": Actor(nn.Linear(N_OBS, N_ACT), spec=_box()),
+        "tanh_normal_actor": _tanh_actor(_box()),
+        "q_value_operator": ValueOperator(QNet(), in_keys=["observation", "action"]),
+    }
+
+
+@pytest.mark.parametrize("name", ["qvalue_actor", "actor", "tanh_normal_actor", "q_value_operator"])
+def test_policies_compile_through_their_direct_calls(name):
+    """The fast paths the losses and policies take (entry-dict reads and writes, ``SafeModule``'s direct forward,
+    ``direct_module_call``) trace as one graph, and give eager's outputs: they need no fallback while compiling.
+    With ``TORCHRL_FAST_PATHS=0`` the same test runs the general paths."""
+    from tensordict import TensorDict
+
+    from test.objectives._tiny_losses import BATCH, N_ACT, N_OBS
+    from torchrl._fast import direct_module_call
+
+    torch.manual_seed(0)
+    module = _policies()[name]
+    data = TensorDict(observation=torch.randn(BATCH, N_OBS), action=torch.rand(BATCH, N_ACT), batch_size=[BATCH])
+    calls = [module] + [c for c in [direct_module_call(module)] if c is not None]
+    for call in calls:
+        torch._dynamo.reset()
+        torch.manual_seed(1)
+        eager = call(data.clone())
+        torch.manual_seed(1)
+        compiled = torch.compile(call, backend="eager", fullgraph=True)(data.clone())
+        assert set(compiled.keys()) == set(eager.keys())
+        for key in eager.keys():
+            torch.testing.assert_close(compiled[key], eager[key])

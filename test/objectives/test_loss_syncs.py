@@ -55,6 +55,20 @@ def test_loss_forward_and_backward_have_no_host_sync(name, device):
     assert syncs.count == 0, syncs.report()
 
 
+@pytest.mark.parametrize("name", ["dqn", "ddpg", "ppo_gae_inside", "ppo_gae_outside"])
+def test_loss_runs_on_meta_tensors(name):
+    """Every tensor the forward creates follows its inputs: on ``meta`` data and parameters, a tensor made on the
+    CPU (other than a 0-dim scalar) would raise. (TD3's and SAC's stacked ensemble parameters cannot be moved to
+    ``meta``: tensordict's ``TensorDictParams`` swaps ``.data`` in place, which torch allows between CPU and CUDA
+    but not to ``meta``; the CUDA runs of the test above cover them.)"""
+    loss, data = _build(name, torch.device("cpu"))
+    loss = loss.to("meta")
+    out = loss(data.to("meta"))
+    assert {v.device.type for v in out.values()} == {"meta"}
+    total(out).backward()
+    assert {p.grad.device.type for p in loss.parameters() if p.grad is not None} == {"meta"}
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_priority_weights_and_mask_add_no_host_sync(device):
     """DQN with prioritized-replay weights, a loss mask and the TD errors written back: still no sync, and the
