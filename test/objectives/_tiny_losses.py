@@ -11,7 +11,14 @@ from tensordict.nn import NormalParamExtractor, TensorDictModule
 from torch import nn
 
 from torchrl.data import Bounded, OneHot
-from torchrl.modules import MLP, Actor, ProbabilisticActor, QValueActor, TanhNormal, ValueOperator
+from torchrl.modules import (
+    MLP,
+    Actor,
+    ProbabilisticActor,
+    QValueActor,
+    TanhNormal,
+    ValueOperator,
+)
 from torchrl.objectives import ClipPPOLoss, DDPGLoss, DQNLoss, SACLoss, TD3Loss
 from torchrl.objectives.value import GAE
 
@@ -39,11 +46,11 @@ def batch(action: torch.Tensor) -> TensorDict:
     }, [BATCH])
 
 
-def _box() -> Bounded:
+def box_spec() -> Bounded:
     return Bounded(-torch.ones(N_ACT), torch.ones(N_ACT), (N_ACT,))
 
 
-def _tanh_actor(spec) -> ProbabilisticActor:
+def tanh_actor(spec) -> ProbabilisticActor:
     net = TensorDictModule(nn.Sequential(nn.Linear(N_OBS, 2 * N_ACT), NormalParamExtractor()),
                            in_keys=["observation"], out_keys=["loc", "scale"])
     return ProbabilisticActor(net, in_keys=["loc", "scale"], spec=spec, distribution_class=TanhNormal,
@@ -58,29 +65,29 @@ def dqn():
 
 
 def ddpg():
-    spec = _box()
+    spec = box_spec()
     actor = Actor(spec=spec, module=nn.Linear(N_OBS, N_ACT))
     return DDPGLoss(actor, ValueOperator(QNet(), in_keys=["observation", "action"])), batch(spec.rand((BATCH,)))
 
 
 def td3():
-    spec = _box()
+    spec = box_spec()
     actor = Actor(spec=spec, module=nn.Linear(N_OBS, N_ACT))
     qvalue = ValueOperator(QNet(), in_keys=["observation", "action"])
     return TD3Loss(actor, qvalue, action_spec=spec), batch(spec.rand((BATCH,)))
 
 
 def sac(value_network: bool = False):
-    spec = _box()
+    spec = box_spec()
     extra = {"value_network": ValueOperator(nn.Linear(N_OBS, 1), in_keys=["observation"])} if value_network else {}
-    loss = SACLoss(_tanh_actor(spec), ValueOperator(QNet(), in_keys=["observation", "action"]), **extra)
+    loss = SACLoss(tanh_actor(spec), ValueOperator(QNet(), in_keys=["observation", "action"]), **extra)
     return loss, batch(spec.rand((BATCH,)))
 
 
 def ppo(gae_inside: bool = False):
-    spec = _box()
+    spec = box_spec()
     value = ValueOperator(nn.Linear(N_OBS, 1), in_keys=["observation"])
-    loss = ClipPPOLoss(_tanh_actor(spec), value)
+    loss = ClipPPOLoss(tanh_actor(spec), value)
     data = batch(spec.rand((BATCH,)))
     data["action_log_prob"] = torch.randn(BATCH)
     if gae_inside:

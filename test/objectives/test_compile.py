@@ -13,8 +13,23 @@ import warnings
 import pytest
 import torch
 import torch._dynamo
+from tensordict import TensorDict
+from torch import nn
 
-from test.objectives._tiny_losses import LOSSES, total
+from test.objectives._tiny_losses import (
+    BATCH,
+    LOSSES,
+    N_ACT,
+    N_OBS,
+    QNet,
+    box_spec,
+    tanh_actor,
+    total,
+)
+from torchrl._fast import direct_module_call
+from torchrl.data import Bounded, OneHot
+from torchrl.modules import MLP, Actor, QValueActor, ValueOperator
+from torchrl.objectives import DDPGLoss
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +80,7 @@ def test_compiled_loss_matches_eager(name):
         torch.testing.assert_close(out[key], value, rtol=1e-5, atol=1e-5, msg=f"{name}: {key}")
         assert out[key].requires_grad == value.requires_grad, key
     for key in ("td_error",):  # the priorities written into the batch
-        if key in eager_batch.keys():
+        if key in eager_batch.keys():  # noqa: SIM118 - TensorDict.__contains__ refuses keys
             torch.testing.assert_close(batch[key], eager_batch[key], rtol=1e-5, atol=1e-5)
     assert sum(g is not None for g in eager_grads) > 0
     for p, g, ref in zip(params, grads, eager_grads):
@@ -112,13 +127,6 @@ def test_ddpg_actor_loss_leaves_the_critic_untrained_when_compiled():
 def test_ddpg_with_a_shared_trunk_keeps_it_out_of_the_critic_loss_when_compiled():
     """``separate_losses=True`` with a trunk shared by actor and critic: compiled, the critic loss reads the trunk
     detached (eager mode holds it out), so it trains the critic's head only, with eager's values."""
-    from tensordict import TensorDict
-    from torch import nn
-
-    from torchrl.data import Bounded
-    from torchrl.modules import Actor, ValueOperator
-    from torchrl.objectives import DDPGLoss
-
     trunk = nn.Linear(3, 4)
 
     class Critic(nn.Module):
@@ -152,17 +160,11 @@ def test_ddpg_with_a_shared_trunk_keeps_it_out_of_the_critic_loss_when_compiled(
 
 
 def _policies():
-    from torch import nn
-
-    from test.objectives._tiny_losses import N_ACT, N_OBS, QNet, _box, _tanh_actor
-    from torchrl.data import OneHot
-    from torchrl.modules import MLP, Actor, QValueActor, ValueOperator
-
     return {
         "qvalue_actor": QValueActor(MLP(in_features=N_OBS, out_features=N_ACT, num_cells=[8]),
                                     in_keys=["observation"], action_space=OneHot(N_ACT)),
-        "actor": Actor(nn.Linear(N_OBS, N_ACT), spec=_box()),
-        "tanh_normal_actor": _tanh_actor(_box()),
+        "actor": Actor(nn.Linear(N_OBS, N_ACT), spec=box_spec()),
+        "tanh_normal_actor": tanh_actor(box_spec()),
         "q_value_operator": ValueOperator(QNet(), in_keys=["observation", "action"]),
     }
 
@@ -172,11 +174,6 @@ def test_policies_compile_through_their_direct_calls(name):
     """The fast paths the losses and policies take (entry-dict reads and writes, ``SafeModule``'s direct forward,
     ``direct_module_call``) trace as one graph, and give eager's outputs: they need no fallback while compiling.
     With ``TORCHRL_FAST_PATHS=0`` the same test runs the general paths."""
-    from tensordict import TensorDict
-
-    from test.objectives._tiny_losses import BATCH, N_ACT, N_OBS
-    from torchrl._fast import direct_module_call
-
     torch.manual_seed(0)
     module = _policies()[name]
     data = TensorDict(observation=torch.randn(BATCH, N_OBS), action=torch.rand(BATCH, N_ACT), batch_size=[BATCH])
@@ -188,5 +185,5 @@ def test_policies_compile_through_their_direct_calls(name):
         torch.manual_seed(1)
         compiled = torch.compile(call, backend="eager", fullgraph=True)(data.clone())
         assert set(compiled.keys()) == set(eager.keys())
-        for key in eager.keys():
+        for key in eager.keys():  # noqa: SIM118 - a TensorDict iterates over its batch, not its keys
             torch.testing.assert_close(compiled[key], eager[key])
