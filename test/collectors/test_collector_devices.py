@@ -50,7 +50,10 @@ def test_collector_iteration_no_sync_without_episode_ends(request, accelerator):
     if accelerator:
         request.getfixturevalue("accelerator_branches")
     syncs, data = _collect(None)
-    assert syncs.count == 0, syncs.report()
+    if accelerator:  # the done flags are known all-False on the host: nothing waits for the device
+        assert syncs.count == 0, syncs.report()
+    else:  # on the CPU, only the done test's cheap byte comparison of the flags, once per step (4 x 25 steps)
+        assert syncs.count == 100 and all("any_true" in str(e) for e in syncs.events), syncs.report()
     assert data[-1]["collector", "traj_ids"].unique().tolist() == [0, 1, 2, 3]
 
 

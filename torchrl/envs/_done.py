@@ -21,7 +21,8 @@ __all__ = ["DoneStructure", "as_tuple", "checked_after_reset", "from_tuple", "fl
 
 DONE_NAMES = ("done", "terminated", "truncated")
 
-# Host-side knowledge of done flags and reset masks that are all False or all True, kept without reading them:
+# Host-side knowledge of done flags and reset masks on an accelerator that are all False or all True, kept without
+# reading them (CPU flags are not marked: reading them costs less than the bookkeeping):
 # id -> (weak reference, version when marked, value). Two generations of at most _MARKS_PER_GENERATION entries:
 # a mark lives through at least that many newer ones (a few per step), and the memory stays bounded without
 # weakref callbacks. Kept out of the tensors themselves so that pickles and deep copies (whose versions restart
@@ -31,7 +32,7 @@ _marks: dict[int, tuple] = {}
 _old_marks: dict[int, tuple] = {}
 
 
-def _mark(t: torch.Tensor, value: bool) -> torch.Tensor:
+def _mark(t: torch.Tensor, value) -> torch.Tensor:
     global _marks, _old_marks
     if len(_marks) >= _MARKS_PER_GENERATION:
         _old_marks, _marks = _marks, {}
@@ -45,14 +46,15 @@ def mark_false(t: torch.Tensor) -> torch.Tensor:
 
     The mark holds the tensor's version: any in-place write (to ``t`` or a view of it) makes it stale. On an
     accelerator this is what keeps the step loop free of host syncs while no episode can end (``PendulumEnv``,
-    or a ``StepCounter`` that knows on the host that no counter can reach its limit)."""
-    return _mark(t, False)
+    or a ``StepCounter`` that knows on the host that no counter can reach its limit). CPU tensors are returned
+    unmarked: reading them costs less than the bookkeeping."""
+    return t if t.is_cpu else _mark(t, False)
 
 
 def mark_true(t: torch.Tensor) -> torch.Tensor:
     """Records that every value of ``t`` (a reset mask) is True: resets then restart every row without reading
-    the mask (:func:`known_value`); returns ``t``."""
-    return _mark(t, True)
+    the mask (:func:`known_value`); returns ``t`` (unmarked on the CPU, as :func:`mark_false`)."""
+    return t if t.is_cpu else _mark(t, True)
 
 
 _CHECKED = "checked after reset"
@@ -60,8 +62,9 @@ _CHECKED = "checked after reset"
 
 def mark_checked_after_reset(t: torch.Tensor) -> torch.Tensor:
     """Records that ``t`` (a done flag a reset just blended) holds False wherever that reset restarted a row, as
-    checked by the env's done-after-reset test; an enclosing env's same test then skips it; returns ``t``."""
-    return _mark(t, _CHECKED)
+    checked by the env's done-after-reset test; an enclosing env's same test then skips it; returns ``t``
+    (unmarked on the CPU, as :func:`mark_false`)."""
+    return t if t.is_cpu else _mark(t, _CHECKED)
 
 
 def _lookup(t: torch.Tensor):
@@ -87,13 +90,15 @@ def checked_after_reset(t: torch.Tensor) -> bool:
 
 
 def flag_state(t: torch.Tensor) -> tuple[bool, bool]:
-    """``(any, all)`` of a done flag: from its mark when it has one, else read. A CPU flag is read cheaply for
-    ``any`` (``all`` then stays unknown: ``False``); a flag on an accelerator is read once for both, which is a
-    host sync (the one a step loop's done test makes, and the only one of a step that resets every row)."""
+    """``(any, all)`` of a done flag. A CPU flag is read cheaply for ``any`` (``all`` then stays unknown:
+    ``False``). A flag on an accelerator comes from its mark when it has one, else is read once for both, which
+    is a host sync (the one a step loop's done test makes, and the only one of a step that resets every row)."""
+    if t.is_cpu:
+        return any_true(t), False
     known = known_value(t)
     if known is not None:
         return known, known
-    if t.is_cpu or t.numel() == 1:
+    if t.numel() == 1:
         return any_true(t), False
     found, every = torch.stack((t.any(), t.all())).tolist()
     return found, every
@@ -108,9 +113,10 @@ def where_reset(mask: torch.Tensor, fresh: torch.Tensor, previous: torch.Tensor)
     (:func:`mark_true`).
     """
     if fresh.shape == previous.shape and fresh.dtype == previous.dtype:
-        if mask.numel() == 1 and mask.is_cpu:
-            return fresh if bool(mask) else previous
-        if known_value(mask) is True:  # a mask known (without a read) to select every row
+        if mask.is_cpu:
+            if mask.numel() == 1:
+                return fresh if bool(mask) else previous
+        elif known_value(mask) is True:  # a mask known (without a read) to select every row
             return fresh
     return torch.where(mask, fresh, previous)
 

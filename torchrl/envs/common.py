@@ -457,7 +457,7 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
         if check:  # an enclosing env (a TransformedEnv) need not read these flags again
             for group in self.done_structure.groups:
                 done = fast_get(result, group.done) if group.done is not None else None
-                if done is not None and known_value(done) is None:
+                if done is not None and not done.is_cpu and known_value(done) is None:
                     mark_checked_after_reset(done)
         return result
 
@@ -527,10 +527,10 @@ class EnvBase(EnvSpecsMixin, EnvExtrasMixin, nn.Module, metaclass=EnvMetaclass):
     def _check_not_done_after_reset(self, out: TensorDictBase, tensordict: TensorDictBase | None) -> None:
         for group in self.done_structure.groups:
             done = fast_get(out, group.done) if group.done is not None else None
-            # the common case: nothing is done after a reset (flags known on the host are not read: those the
-            # reset filled with False, and those an inner env's reset already checked; a CPU flag is read first,
-            # cheaply, a flag on an accelerator only once, below)
-            if done is None or checked_after_reset(done) or (done.is_cpu and not any_true(done)):
+            # the common case: nothing is done after a reset. A CPU flag is read first, cheaply; one on an
+            # accelerator is not read when known on the host (filled with False by the reset, or already checked by
+            # an inner env's reset), and otherwise read once, below
+            if done is None or (not any_true(done) if done.is_cpu else checked_after_reset(done)):
                 continue
             mask = fast_get(tensordict, group.reset_key) if tensordict is not None else None
             if mask is not None and mask.numel() == done.numel():
