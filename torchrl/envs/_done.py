@@ -262,9 +262,14 @@ class DoneStructure:
         if single is not None:
             mask = fast_get(data, single[0])
             if mask is not None:
-                found, every = flag_state(mask)
-                if not found:
-                    return False
+                if mask.is_cpu:  # (the usual CPU case, without flag_state's call)
+                    if not any_true(mask):
+                        return False
+                    every = False
+                else:
+                    found, every = flag_state(mask)
+                    if not found:
+                        return False
                 if write_reset:
                     fast_set(data, single[1], mark_true(mask) if every else mask)
                 return True

@@ -221,6 +221,9 @@ class PendulumEnv(EnvBase):
         # (written through __dict__: nn.Module.__setattr__ costs more than the rest of this line)
         self.__dict__["_sin_memo"] = None if sin_new.requires_grad else (new_th, new_th._version, sin_new)
         batch = tensordict.batch_size
+        done = torch.zeros_like(self._done_template(batch, th))
+        if not done.is_cpu:  # never done: on an accelerator, the done test then reads nothing
+            mark_false(done)
         return new_td(
             {
                 "th": new_th,
@@ -228,7 +231,7 @@ class PendulumEnv(EnvBase):
                 "params": params,
                 "observation": torch.stack([new_th.cos(), sin_new, new_thdot], -1),
                 "reward": cost.neg().unsqueeze(-1),
-                "done": mark_false(torch.zeros_like(self._done_template(batch, th))),  # never done: no read
+                "done": done,
             },
             batch,
             self._device,
