@@ -54,3 +54,17 @@ def test_repeat_interleave_counts_only_without_output_size():
     with count_host_syncs() as syncs:
         torch.repeat_interleave(x, repeats)
     assert [e.op for e in syncs.events] == ["aten.repeat_interleave.Tensor"]
+
+
+def test_blocking_copies_between_host_and_device_count_non_blocking_ones_do_not():
+    x = torch.arange(4.0)
+    with count_host_syncs() as syncs:
+        x.to("meta")  # blocking host -> device copy
+        x.to("meta", non_blocking=True)
+        x.to(torch.float64)  # same device: no sync
+        torch.empty(4, device="meta").copy_(x)
+        torch.empty(4, device="meta").copy_(x, non_blocking=True)
+    assert [e.op for e in syncs.events] == [
+        "aten._to_copy.default (blocking copy between the host and a device)",
+        "aten.copy_.default (blocking copy between the host and a device)",
+    ], syncs.report()

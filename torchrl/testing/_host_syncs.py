@@ -2,8 +2,8 @@
 
 On a GPU, reading a tensor's value on the host (``.item()``, ``bool(t)``, ``if t.any():``, ``.tolist()``), or
 running an op whose output shape depends on the data (boolean-mask indexing, ``nonzero``, ``unique``,
-``masked_select``, ``repeat_interleave`` without ``output_size``) blocks the Python thread until every queued
-kernel has run. ``torch.cuda.set_sync_debug_mode`` reports them on CUDA only; this counter sees the same
+``masked_select``, ``repeat_interleave`` without ``output_size``), or copying between the host and the device
+without ``non_blocking=True``, blocks the Python thread until every queued kernel has run. ``torch.cuda.set_sync_debug_mode`` reports them on CUDA only; this counter sees the same
 operations through a ``TorchDispatchMode`` on CPU tensors too, so the hot paths can be checked for host syncs by
 the CPU test suite.
 
@@ -45,6 +45,29 @@ _SYNC_OPS = frozenset(
     }
 )
 _INDEX_OPS = frozenset({"aten.index.Tensor", "aten.index_put.default", "aten.index_put_.default", "aten._index_put_impl_.default"})
+
+
+_COPY_OPS = frozenset({"aten._to_copy.default", "aten.copy_.default"})
+
+
+def _blocking_cross_device(name: str, args: tuple, kwargs: dict) -> bool:
+    """Whether a copy moves data between the CPU and another device without ``non_blocking=True``.
+
+    Such a copy waits for every kernel queued on the device before it (a host-to-device copy from pageable
+    memory, a device-to-host read); ``non_blocking=True`` copies are queued like kernels.
+    """
+    if name == "aten._to_copy.default":
+        src, target, non_blocking = args[0], kwargs.get("device"), kwargs.get("non_blocking", False)
+        if target is None:
+            return False
+        src_cpu, dst_cpu = src.device.type == "cpu", torch.device(target).type == "cpu"
+    else:
+        dst, src = args[0], args[1]
+        non_blocking = args[2] if len(args) > 2 else kwargs.get("non_blocking", False)
+        if not isinstance(src, torch.Tensor):
+            return False
+        src_cpu, dst_cpu = src.device.type == "cpu", dst.device.type == "cpu"
+    return src_cpu != dst_cpu and not non_blocking
 
 
 @dataclass
@@ -92,6 +115,8 @@ class SyncCounter(TorchDispatchMode):
             self._record(name)
         elif name == "aten.repeat_interleave.Tensor" and (kwargs or {}).get("output_size") is None:
             self._record(name)
+        elif name in _COPY_OPS and _blocking_cross_device(name, args, kwargs or {}):
+            self._record(name + " (blocking copy between the host and a device)")
         elif name in _INDEX_OPS:
             indices = args[1] if len(args) > 1 else ()
             if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in indices or ()):
