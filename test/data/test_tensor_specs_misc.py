@@ -145,3 +145,13 @@ def test_old_keyword_names():
     assert spec.low.item() == -2.0 and spec.high.item() == 3.0
     with pytest.raises(TypeError, match="got both 'minimum'"):
         Bounded(low=0.0, minimum=0.0, high=1.0, shape=(1,))
+
+
+def test_bounded_on_the_meta_device_builds_and_draws_without_reading_values():
+    from torchrl.data import Bounded
+
+    spec = Bounded(-1.0, 1.0, shape=(3,), device="meta")
+    sample = spec.rand((2,))
+    assert sample.shape == torch.Size([2, 3]) and sample.device.type == "meta"
+    with pytest.raises(ValueError, match="low must be <= high"):  # real devices still check the bounds
+        Bounded(1.0, -1.0, shape=(3,))

@@ -337,3 +337,13 @@ if CUDA:
         data = env.rollout(20, break_when_any_done=False)
         assert data["next", "step_count"].squeeze(-1)[0].tolist() == [1, 2, 3, 4, 5] * 4
         assert data["next", "truncated"].device == device
+
+
+@pytest.mark.parametrize("break_when_any_done", [False, True])
+def test_pendulum_rollout_on_the_meta_device_reads_nothing(break_when_any_done):
+    # a meta tensor has no values: any host read raises, so the whole rollout running proves none happens
+    env = PendulumEnv(device="meta", batch_size=[4])
+    with count_host_syncs() as syncs:
+        rollout = env.rollout(10, break_when_any_done=break_when_any_done)
+    assert rollout.batch_size == torch.Size([4, 10]) and rollout["next", "reward"].device.type == "meta"
+    assert syncs.count == 0, syncs.report()
