@@ -1,5 +1,4 @@
 """The conftest hook marks every test parametrized with a CUDA device as ``cuda``."""
-import pytest
 
 pytest_plugins = ["pytester"]
 
