@@ -221,7 +221,7 @@ def _sac_batch(device, batch):
     }, [batch]).to(device)
 
 
-def bench_sac(device: torch.device, small: bool) -> dict:
+def bench_sac(device: torch.device, small: bool, backend: str = "inductor") -> dict:
     batch, hidden = (64, [32, 32]) if small else (4096, [256, 256])
     torch.manual_seed(0)
     loss_eager, updater_eager, fast_adam = _sac_parts(device, batch, hidden)
@@ -253,13 +253,13 @@ def bench_sac(device: torch.device, small: bool) -> dict:
     with torch.no_grad(), _patched(inductor_config, fallback_random=True):  # eager's random streams when compiled
         torch.manual_seed(1)
         ref = loss_eager(data.clone())
-        compiled_forward = torch.compile(loss_fast)
+        compiled_forward = torch.compile(loss_fast, backend=backend)
         torch.manual_seed(1)
         got = compiled_forward(data.clone())
     diff = max((ref[k] - got[k]).abs().max().item() for k in ("loss_actor", "loss_qvalue", "loss_alpha"))
 
     eager = make_update(loss_eager, updater_eager, False)
-    fast = torch.compile(make_update(loss_fast, updater_fast, graphs))
+    fast = torch.compile(make_update(loss_fast, updater_fast, graphs), backend=backend)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fast = CudaGraphModule(fast, warmup=3, in_keys=[], out_keys=[]) if graphs else fast
@@ -391,6 +391,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--small", action="store_true", help="tiny sizes (a CPU smoke run; figures mean nothing)")
     parser.add_argument("--only", default="", help="comma-separated sections (default: all)")
+    parser.add_argument("--compile-backend", default="inductor", help="torch.compile backend of the SAC section")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     names = [n for n in args.only.split(",") if n] or list(SECTIONS)
@@ -399,7 +400,8 @@ def main(argv: list[str] | None = None) -> dict:
     for name in names:
         t0 = time.perf_counter()
         try:
-            result[name] = SECTIONS[name](device, args.small)
+            extra = {"backend": args.compile_backend} if name == "sac" else {}
+            result[name] = SECTIONS[name](device, args.small, **extra)
         except Exception as err:  # one broken section must not hide the others' figures
             result[name] = {"error": f"{type(err).__name__}: {err}",
                             "where": traceback.format_exc().strip().splitlines()[-6:]}
