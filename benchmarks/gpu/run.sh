@@ -11,7 +11,8 @@
 #       tensordict==0.15.3 pyvers gymnasium==1.4.0 farama-notifications omegaconf==2.3.1 hydra-core==1.3.8
 #   python3 -m pip wheel --no-deps -w .whl antlr4-python3-runtime==4.9.3
 #
-# Usage: bash benchmarks/gpu/run.sh [WHEEL_DIR]     (TEST_TIMEOUT=seconds, BENCH_ARGS="--only rb,sac" to narrow)
+# Usage: bash benchmarks/gpu/run.sh [WHEEL_DIR]     (TEST_TIMEOUT=seconds, BENCH_ARGS="--only rb,sac" to narrow;
+#        ALLOW_CPU=1 BENCH_ARGS="--small --only gae" for a dry run of the script itself on a machine without CUDA)
 # Budget: under 8 minutes on one H100 (tests about 3, benchmark about 4).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,7 +26,7 @@ if compgen -G "$WHEELS/*.whl" > /dev/null; then
 fi
 export PYTHONPATH="$PWD:$SITE${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
-python3 -c "import torch, tensordict, torchrl; assert torch.cuda.is_available(), 'no CUDA device'" \
+python3 -c "import os, torch, tensordict, torchrl; assert torch.cuda.is_available() or os.environ.get('ALLOW_CPU'), 'no CUDA'" \
     || { echo '{"error": "torch with CUDA, tensordict and torchrl must import"}'; exit 1; }
 
 # 1. the CUDA tests: every test generated for a CUDA device carries the "cuda" marker
