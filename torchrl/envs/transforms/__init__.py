@@ -24,6 +24,10 @@ from torchrl.envs.transforms._traj_counter import TrajCounter
 from torchrl.envs.transforms._transform import ObservationTransform, Transform
 from torchrl.envs.transforms._transformed_env import TransformedEnv
 from torchrl.envs.transforms.vecnorm import VecNorm
+from torchrl.envs.transforms import _family_control, _family_pixels, _family_rewards
+from torchrl.envs.transforms._family_control import *  # noqa: F401,F403
+from torchrl.envs.transforms._family_pixels import *  # noqa: F401,F403
+from torchrl.envs.transforms._family_rewards import *  # noqa: F401,F403
 
 __all__ = [
     "ActionMask",
@@ -56,3 +60,4 @@ __all__ = [
     "VecNorm",
     "gSDENoise",
 ]
+__all__ += _family_control.__all__ + _family_pixels.__all__ + _family_rewards.__all__
