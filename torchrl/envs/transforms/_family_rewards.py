@@ -1,2 +1,4 @@
 """Re-exports of the rewards transforms (issue 20); `torchrl.envs.transforms` exports every name in ``__all__``."""
-__all__: list[str] = []
+from torchrl.envs.transforms._binarize_reward import BinarizeReward
+
+__all__: list[str] = ["BinarizeReward"]
