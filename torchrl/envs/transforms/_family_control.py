@@ -1,2 +1,5 @@
 """Re-exports of the control transforms (issue 20); `torchrl.envs.transforms` exports every name in ``__all__``."""
-__all__: list[str] = []
+from torchrl.envs.transforms._finite_tensordict_check import FiniteTensorDictCheck
+from torchrl.envs.transforms._remove_empty_specs import RemoveEmptySpecs
+
+__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs"]
