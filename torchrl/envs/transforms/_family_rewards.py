@@ -1,4 +1,5 @@
 """Re-exports of the rewards transforms (issue 20); `torchrl.envs.transforms` exports every name in ``__all__``."""
 from torchrl.envs.transforms._binarize_reward import BinarizeReward
+from torchrl.envs.transforms._sign_transform import SignTransform
 
-__all__: list[str] = ["BinarizeReward"]
+__all__: list[str] = ["BinarizeReward", "SignTransform"]
