@@ -1,5 +1,6 @@
 """Re-exports of the rewards transforms (issue 20); `torchrl.envs.transforms` exports every name in ``__all__``."""
 from torchrl.envs.transforms._binarize_reward import BinarizeReward
+from torchrl.envs.transforms._linearise_rewards import LineariseRewards
 from torchrl.envs.transforms._sign_transform import SignTransform
 
-__all__: list[str] = ["BinarizeReward", "SignTransform"]
+__all__: list[str] = ["BinarizeReward", "LineariseRewards", "SignTransform"]
