@@ -46,3 +46,10 @@ class PixelEnv(EnvBase):
 
     def _set_seed(self, seed):
         self._gen.manual_seed(0 if seed is None else int(seed))
+
+
+def chw_pixel_env(batch_size=(), seed: int = 0):
+    """``PixelEnv`` behind ``ToTensorImage``: float ``"pixels"`` of shape ``(*batch, 3, 8, 6)`` in ``[0, 1]``."""
+    from torchrl.envs import ToTensorImage, TransformedEnv
+
+    return TransformedEnv(PixelEnv(batch_size=batch_size, seed=seed), ToTensorImage())
