@@ -1,5 +1,6 @@
 """Re-exports of the control transforms (issue 20); `torchrl.envs.transforms` exports every name in ``__all__``."""
 from torchrl.envs.transforms._finite_tensordict_check import FiniteTensorDictCheck
 from torchrl.envs.transforms._remove_empty_specs import RemoveEmptySpecs
+from torchrl.envs.transforms._batch_size_transform import BatchSizeTransform
 
-__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs"]
+__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs", "BatchSizeTransform"]
