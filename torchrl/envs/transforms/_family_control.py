@@ -2,5 +2,6 @@
 from torchrl.envs.transforms._finite_tensordict_check import FiniteTensorDictCheck
 from torchrl.envs.transforms._remove_empty_specs import RemoveEmptySpecs
 from torchrl.envs.transforms._batch_size_transform import BatchSizeTransform
+from torchrl.envs.transforms._expand_as import ExpandAs
 
-__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs", "BatchSizeTransform"]
+__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs", "BatchSizeTransform", "ExpandAs"]
