@@ -71,6 +71,13 @@ class TestToTensorImage(TransformContract):
         data = env.rollout(3)
         torch.testing.assert_close(data["pixels_t"], data["pixels"].permute(0, 3, 1, 2).float() / 255)
 
+    def test_nested_keys(self):
+        t = ToTensorImage(in_keys=[("agent", "pixels")])
+        td = TensorDict({"agent": {"pixels": torch.zeros(2, 4, 5, 3, dtype=torch.uint8)}}, batch_size=[2])
+        assert t(td)["agent", "pixels"].shape == (2, 3, 4, 5)
+        spec = Composite(agent=Composite(pixels=Bounded(0, 255, (4, 5, 3), dtype=torch.uint8)))
+        assert t.transform_observation_spec(spec)["agent", "pixels"].shape == (3, 4, 5)
+
     def test_errors(self):
         with pytest.raises(RuntimeError, match=r"expected images of shape \(..., H, W, C\), got an entry of shape \(4, 3\)"):
             ToTensorImage(in_keys=["p"])(TensorDict(p=torch.zeros(4, 3, dtype=torch.uint8)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDictBase, unravel_key
 from tensordict.utils import NestedKey
 
 from torchrl.data.tensor_specs import Bounded, Composite, TensorSpec, Unbounded
@@ -52,7 +52,7 @@ class _ImageTransform(ObservationTransform):
             return self._leaf_spec(observation_spec)
         leaves = set(observation_spec.keys(include_nested=True, leaves_only=True))
         for in_key, out_key in key_pairs(self):  # absent in_keys are skipped, as TorchRL does
-            if in_key in leaves or (isinstance(in_key, tuple) and len(in_key) == 1 and in_key[0] in leaves):
+            if unravel_key(in_key) in leaves:
                 observation_spec[out_key] = self._leaf_spec(observation_spec[in_key])
         return observation_spec
 
