@@ -2,6 +2,7 @@
 from torchrl.envs.transforms._binarize_reward import BinarizeReward
 from torchrl.envs.transforms._linearise_rewards import LineariseRewards
 from torchrl.envs.transforms._sign_transform import SignTransform
+from torchrl.envs.transforms._success_reward import SuccessReward
 from torchrl.envs.transforms._target_return import TargetReturn
 
-__all__: list[str] = ["BinarizeReward", "LineariseRewards", "SignTransform", "TargetReturn"]
+__all__: list[str] = ["BinarizeReward", "LineariseRewards", "SignTransform", "SuccessReward", "TargetReturn"]
