@@ -3,5 +3,6 @@ from torchrl.envs.transforms._finite_tensordict_check import FiniteTensorDictChe
 from torchrl.envs.transforms._remove_empty_specs import RemoveEmptySpecs
 from torchrl.envs.transforms._batch_size_transform import BatchSizeTransform
 from torchrl.envs.transforms._expand_as import ExpandAs
+from torchrl.envs.transforms._stack import Stack
 
-__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs", "BatchSizeTransform", "ExpandAs"]
+__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs", "BatchSizeTransform", "ExpandAs", "Stack"]
