@@ -91,3 +91,21 @@ def test_bounds_are_tensor_buffers_and_neither_bound_is_a_type_error():
     assert t.low.dtype == torch.float32 and t.high.item() == 1.0
     with pytest.raises(TypeError, match="got neither"):  # TorchRL's type (also a ValueError)
         ClipTransform(in_keys=["observation"])
+
+
+def test_inverse_with_renamed_keys_reads_the_outside_name_and_writes_the_env_one():
+    # as TorchRL 0.14.1: the inverse reads out_keys_inv (what the outside wrote) and writes in_keys_inv
+    import torch
+    from tensordict import TensorDict
+
+    from torchrl.envs.transforms import ClipTransform, ObservationNorm, UnsqueezeTransform
+
+    clipped = ClipTransform(in_keys_inv=["action"], out_keys_inv=["a2"], low=-1.0, high=1.0).inv(
+        TensorDict({"a2": torch.tensor([3.0, -0.5])}, []))
+    assert clipped["action"].tolist() == [1.0, -0.5]
+    squeezed = UnsqueezeTransform(-1, in_keys_inv=["action"], out_keys_inv=["a2"]).inv(
+        TensorDict({"a2": torch.tensor([[3.0], [-0.5]])}, []))
+    assert squeezed["action"].tolist() == [3.0, -0.5]
+    norm = ObservationNorm(loc=torch.tensor(1.0), scale=torch.tensor(2.0), in_keys=["observation"],
+                           in_keys_inv=["action"], out_keys_inv=["a2"], standard_normal=True)
+    assert norm.inv(TensorDict({"a2": torch.tensor([[3.0], [-0.5]])}, []))["action"].flatten().tolist() == [7.0, 0.0]

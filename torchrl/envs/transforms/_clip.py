@@ -5,7 +5,7 @@ import torch
 from tensordict import TensorDictBase
 
 from torchrl.data.tensor_specs import Composite, TensorSpec
-from torchrl.envs.transforms._spec_edit import INPUT_PARTS, clip_spec, edit_leaves, key_pairs, map_keys
+from torchrl.envs.transforms._spec_edit import clip_spec, edit_leaves, INPUT_PARTS, inverse_read_pairs, key_pairs, map_keys
 from torchrl.envs.transforms._reward_clipping import _bounds
 from torchrl.envs.transforms._transform import Transform
 
@@ -75,7 +75,7 @@ class ClipTransform(Transform):
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         strict = not self._missing_tolerance
-        return map_keys(tensordict, key_pairs(self, inverse=True), self._apply_transform, strict=strict, owner="ClipTransform (inverse)")
+        return map_keys(tensordict, inverse_read_pairs(self), self._apply_transform, strict=strict, owner="ClipTransform (inverse)")
 
     def _clip_leaf(self, leaf: TensorSpec) -> TensorSpec:
         return clip_spec(leaf, self.low, self.high)

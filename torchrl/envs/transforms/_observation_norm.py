@@ -12,6 +12,7 @@ from torchrl.envs.transforms._spec_edit import (
     INPUT_PARTS,
     affine_spec,
     edit_leaves,
+    inverse_read_pairs,
     key_pairs,
     map_keys,
     notify_specs_changed,
@@ -171,7 +172,7 @@ class ObservationNorm(ObservationTransform):
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         strict = not self._missing_tolerance
-        return map_keys(tensordict, key_pairs(self, inverse=True), self._inv_apply_transform, strict=strict, owner="ObservationNorm (inverse)")
+        return map_keys(tensordict, inverse_read_pairs(self), self._inv_apply_transform, strict=strict, owner="ObservationNorm (inverse)")
 
     # -- statistics ---------------------------------------------------------------------------------------
     def init_stats(

@@ -139,6 +139,12 @@ def key_pairs(transform, inverse: bool = False) -> tuple[tuple[NestedKey, Nested
     return pairs
 
 
+def inverse_read_pairs(transform) -> tuple[tuple[NestedKey, NestedKey], ...]:
+    """``((out_key_inv, in_key_inv), ...)``: an inverse reads what the outside wrote under ``out_keys_inv`` and
+    writes what the env reads under ``in_keys_inv`` (the order :func:`map_keys` takes)."""
+    return tuple((dst, src) for src, dst in key_pairs(transform, inverse=True))
+
+
 def map_keys(
     tensordict: TensorDictBase,
     pairs: Iterable[tuple[NestedKey, NestedKey]],

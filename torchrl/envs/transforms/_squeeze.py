@@ -9,7 +9,7 @@ from tensordict.utils import NestedKey
 
 from torchrl._utils._deprecation import rename_kwargs
 from torchrl.data.tensor_specs import Composite, TensorSpec
-from torchrl.envs.transforms._spec_edit import INPUT_PARTS, edit_leaves, key_pairs, map_keys
+from torchrl.envs.transforms._spec_edit import edit_leaves, INPUT_PARTS, inverse_read_pairs, key_pairs, map_keys
 from torchrl.envs.transforms._transform import Transform
 
 __all__ = ["UnsqueezeTransform", "SqueezeTransform"]
@@ -163,7 +163,7 @@ class UnsqueezeTransform(Transform):
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         strict = not self._missing_tolerance
         self._td_batch_dims = tensordict.batch_dims
-        return map_keys(tensordict, key_pairs(self, inverse=True), self._inv_apply_transform, strict=strict, owner=self._name)
+        return map_keys(tensordict, inverse_read_pairs(self), self._inv_apply_transform, strict=strict, owner=self._name)
 
     # -- specs ---------------------------------------------------------------------------------------
     def _spec_dim(self) -> int:
