@@ -4,5 +4,6 @@ from torchrl.envs.transforms._remove_empty_specs import RemoveEmptySpecs
 from torchrl.envs.transforms._batch_size_transform import BatchSizeTransform
 from torchrl.envs.transforms._expand_as import ExpandAs
 from torchrl.envs.transforms._stack import Stack
+from torchrl.envs.transforms._unary_transform import UnaryTransform
 
-__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs", "BatchSizeTransform", "ExpandAs", "Stack"]
+__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs", "BatchSizeTransform", "ExpandAs", "Stack", "UnaryTransform"]
