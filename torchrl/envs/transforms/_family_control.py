@@ -6,5 +6,6 @@ from torchrl.envs.transforms._expand_as import ExpandAs
 from torchrl.envs.transforms._stack import Stack
 from torchrl.envs.transforms._unary_transform import UnaryTransform
 from torchrl.envs.transforms._hash import Hash
+from torchrl.envs.transforms._timer import Timer
 
-__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs", "BatchSizeTransform", "ExpandAs", "Stack", "UnaryTransform", "Hash"]
+__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs", "BatchSizeTransform", "ExpandAs", "Stack", "UnaryTransform", "Hash", "Timer"]
