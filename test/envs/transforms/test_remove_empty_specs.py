@@ -72,6 +72,15 @@ class TestRemoveEmptySpecs(TransformContract):
         # the base env still receives the empty state entry it declares
         assert all("hidden" in seen for seen in base.seen_step)
 
+    def test_inverse_restores_on_a_copy(self):
+        env = TransformedEnv(EmptyEntriesEnv(), RemoveEmptySpecs())
+        env.input_spec  # the removed input entries are known once the specs are built
+        td = TensorDict(action=torch.zeros(3))
+        out = env.transform.inv(td)
+        assert "hidden" in out.keys() and "hidden" not in td.keys()
+        t = RemoveEmptySpecs()
+        assert t.inv(td) is td  # nothing removed: no copy
+
     def test_data_only(self):
         td = TensorDict(
             a=torch.zeros(2, 1), b=TensorDict(c=TensorDict(batch_size=[2]), d=torch.ones(2), batch_size=[2]),

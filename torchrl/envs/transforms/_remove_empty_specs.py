@@ -77,6 +77,12 @@ class RemoveEmptySpecs(Transform):
     def _has_inverse(self) -> bool:
         return True  # the removed input entries are known once the specs are built
 
+    def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Puts back (on a shallow copy) the empty input entries the base env declares; no copy when none."""
+        if not self._removed_input_keys:
+            return tensordict
+        return self._inv_call(tensordict.copy())
+
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         for key in self._removed_input_keys:
             if tensordict.get(key, None) is None:
