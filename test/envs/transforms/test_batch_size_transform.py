@@ -91,6 +91,7 @@ class TestBatchSizeTransform(TransformContract):
             BatchSizeTransform(batch_size=[2], reshape_fn=unsqueeze_last)
         with pytest.raises(TypeError):
             BatchSizeTransform([2])  # keyword-only, as TorchRL
+        BatchSizeTransform(batch_size=[2], env_kwarg=True)  # accepted (ignored) without reset_func, as TorchRL
 
 
 def test_doctests():

@@ -72,8 +72,9 @@ class TestHash(TransformContract):
             t.get_input_from_hash(torch.zeros(32, dtype=torch.uint8))
         with pytest.raises(KeyError, match="not in the repertoire"):
             Hash(in_keys=["s"], out_keys=["h"], repertoire={}).get_input_from_hash(torch.zeros(32, dtype=torch.uint8))
-        with pytest.raises(ValueError, match="pass a repertoire"):
-            Hash(in_keys=["s"], out_keys=["h"], in_keys_inv=["s"], out_keys_inv=["h"])
+        t = Hash(in_keys=["s"], out_keys=["h"], in_keys_inv=["s"], out_keys_inv=["h"])  # accepted, as TorchRL
+        with pytest.raises(RuntimeError, match="repertoire is None"):
+            t.inv(TensorDict(h=torch.zeros(32, dtype=torch.uint8)))
 
 
 def test_doctests():

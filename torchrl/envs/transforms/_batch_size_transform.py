@@ -32,11 +32,11 @@ class BatchSizeTransform(Transform):
         reset_func (callable): ``reset_func(tensordict, tensordict_reset) -> TensorDict`` builds the reset
             output from the reset input (possibly ``None``) and the base env's reset output; it is expanded
             to ``batch_size`` afterwards when needed.
-        env_kwarg (bool): pass the parent env to ``reset_func`` as ``env=``. Defaults to ``False``.
+        env_kwarg (bool): pass the parent env to ``reset_func`` as ``env=`` (ignored without ``reset_func``).
+            Defaults to ``False``.
 
     Raises:
-        ValueError: if neither or both of ``batch_size`` and ``reshape_fn`` are given, or ``env_kwarg``
-            without ``reset_func``.
+        ValueError: if neither or both of ``batch_size`` and ``reshape_fn`` are given.
 
     Examples:
         >>> from torchrl.envs import PendulumEnv, TransformedEnv
@@ -63,8 +63,6 @@ class BatchSizeTransform(Transform):
                 "BatchSizeTransform: one and only one of batch_size OR reshape_fn must be provided "
                 f"(got batch_size={batch_size!r}, reshape_fn={reshape_fn!r})."
             )
-        if env_kwarg and reset_func is None:
-            raise ValueError("BatchSizeTransform: env_kwarg=True passes the env to reset_func; pass a reset_func.")
         self.batch_size = None if batch_size is None else torch.Size(batch_size)
         self.reshape_fn = reshape_fn
         self.reset_func = reset_func

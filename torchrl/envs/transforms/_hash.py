@@ -81,8 +81,6 @@ class Hash(UnaryTransform):
         self._hash_fn = self.reproducible_hash if hash_fn is None else hash_fn
         self._seed = seed
         self._repertoire = repertoire
-        if in_keys_inv and repertoire is None:
-            raise ValueError("Hash: the inverse (in_keys_inv) maps hashes back to inputs; pass a repertoire (e.g. {}).")
         super().__init__(
             in_keys=in_keys,
             out_keys=out_keys,

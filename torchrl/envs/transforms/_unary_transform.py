@@ -88,8 +88,6 @@ class UnaryTransform(Transform):
     ) -> None:
         super().__init__(in_keys=in_keys, out_keys=out_keys, in_keys_inv=in_keys_inv, out_keys_inv=out_keys_inv)
         self._check_keys()
-        if self.in_keys_inv and inv_fn is None:
-            raise ValueError("UnaryTransform: in_keys_inv are set but inv_fn is None; pass the inverse function.")
         self._fn = fn
         self._inv_fn = inv_fn
         self._use_raw_nontensor = bool(use_raw_nontensor)
@@ -102,6 +100,11 @@ class UnaryTransform(Transform):
         return self._fn(self._prepare(value))
 
     def _inv_apply_transform(self, state):
+        if self._inv_fn is None:
+            raise RuntimeError(
+                f"{type(self).__name__}: in_keys_inv {self.in_keys_inv} are set but inv_fn is None; pass inv_fn to "
+                "map the outside entries back."
+            )
         return self._inv_fn(self._prepare(state))
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
