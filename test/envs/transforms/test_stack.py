@@ -4,7 +4,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from torchrl.data import Bounded, Categorical, Composite, Unbounded
+from torchrl.data import Bounded, Composite, Unbounded
 from torchrl.envs import EnvBase, PendulumEnv, TransformedEnv, check_env_specs
 from torchrl.envs.transforms import Stack
 from torchrl.envs.transforms import _stack as module

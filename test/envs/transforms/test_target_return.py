@@ -4,7 +4,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from torchrl.data.tensor_specs import Categorical, Composite, Unbounded
+from torchrl.data.tensor_specs import Unbounded
 from torchrl.envs import PendulumEnv, TransformedEnv, check_env_specs
 from torchrl.envs.transforms import TargetReturn as Exported
 from torchrl.envs.transforms import _target_return as target_return_module

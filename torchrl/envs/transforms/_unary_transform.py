@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDictBase
 from tensordict.utils import NestedKey
 from torch import Tensor
