@@ -24,7 +24,8 @@ from torchrl.envs.transforms._traj_counter import TrajCounter
 from torchrl.envs.transforms._transform import ObservationTransform, Transform
 from torchrl.envs.transforms._transformed_env import TransformedEnv
 from torchrl.envs.transforms.vecnorm import VecNorm
-from torchrl.envs.transforms import _family_control, _family_pixels, _family_rewards
+from torchrl.envs.transforms import _family_actions, _family_control, _family_pixels, _family_rewards
+from torchrl.envs.transforms._family_actions import *  # noqa: F401,F403
 from torchrl.envs.transforms._family_control import *  # noqa: F401,F403
 from torchrl.envs.transforms._family_pixels import *  # noqa: F401,F403
 from torchrl.envs.transforms._family_rewards import *  # noqa: F401,F403
@@ -60,4 +61,4 @@ __all__ = [
     "VecNorm",
     "gSDENoise",
 ]
-__all__ += _family_control.__all__ + _family_pixels.__all__ + _family_rewards.__all__
+__all__ += _family_actions.__all__ + _family_control.__all__ + _family_pixels.__all__ + _family_rewards.__all__

@@ -1,0 +1,2 @@
+"""Re-exports of the action transforms (issue 20); `torchrl.envs.transforms` exports every name in ``__all__``."""
+__all__: list[str] = []
