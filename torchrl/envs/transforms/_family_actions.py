@@ -1,2 +1,4 @@
 """Re-exports of the action transforms (issue 20); `torchrl.envs.transforms` exports every name in ``__all__``."""
-__all__: list[str] = []
+from torchrl.envs.transforms._discrete_action_projection import DiscreteActionProjection
+
+__all__: list[str] = ["DiscreteActionProjection"]
