@@ -1,5 +1,6 @@
 """Re-exports of the action transforms (issue 20); `torchrl.envs.transforms` exports every name in ``__all__``."""
 from torchrl.envs.transforms._action_scaling import ActionScaling
 from torchrl.envs.transforms._discrete_action_projection import DiscreteActionProjection
+from torchrl.envs.transforms._flatten_action import FlattenAction
 
-__all__: list[str] = ["ActionScaling", "DiscreteActionProjection"]
+__all__: list[str] = ["ActionScaling", "DiscreteActionProjection", "FlattenAction"]
