@@ -2,5 +2,6 @@
 from torchrl.envs.transforms._action_scaling import ActionScaling
 from torchrl.envs.transforms._discrete_action_projection import DiscreteActionProjection
 from torchrl.envs.transforms._flatten_action import FlattenAction
+from torchrl.envs.transforms._mean_action_selector import MeanActionSelector
 
-__all__: list[str] = ["ActionScaling", "DiscreteActionProjection", "FlattenAction"]
+__all__: list[str] = ["ActionScaling", "DiscreteActionProjection", "FlattenAction", "MeanActionSelector"]
