@@ -5,7 +5,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from torchrl.data.tensor_specs import Bounded, Composite, Unbounded
+from torchrl.data.tensor_specs import Bounded, Unbounded
 from torchrl.envs import PendulumEnv, TransformedEnv, check_env_specs
 from torchrl.envs.transforms import _action_scaling as as_module
 from torchrl.envs.transforms._action_scaling import ActionScaling

@@ -5,7 +5,7 @@ import torch
 from tensordict import TensorDict
 
 from torchrl.data.tensor_specs import Bounded, Composite, Unbounded
-from torchrl.envs import PendulumEnv, TransformedEnv, check_env_specs
+from torchrl.envs import PendulumEnv, TransformedEnv
 from torchrl.envs.transforms import _mean_action_selector as mas_module
 from torchrl.envs.transforms._mean_action_selector import MeanActionSelector
 

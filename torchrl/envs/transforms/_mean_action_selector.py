@@ -1,7 +1,6 @@
 """``MeanActionSelector``: lets a Gaussian belief-space policy (PILCO-style) drive a standard env."""
 from __future__ import annotations
 
-import torch
 from tensordict import TensorDict, TensorDictBase
 
 from torchrl.data.tensor_specs import Composite, Unbounded
