@@ -24,11 +24,26 @@ from torchrl.envs.transforms._traj_counter import TrajCounter
 from torchrl.envs.transforms._transform import ObservationTransform, Transform
 from torchrl.envs.transforms._transformed_env import TransformedEnv
 from torchrl.envs.transforms.vecnorm import VecNorm
-from torchrl.envs.transforms import _family_actions, _family_control, _family_pixels, _family_rewards
+from torchrl.envs.transforms import (  # noqa: E402
+    _family_actions,
+    _family_control,
+    _family_encoders,
+    _family_pixels,
+    _family_rewards,
+    _family_state,
+    _family_stats,
+    _family_time,
+    _family_trajectory,
+)
 from torchrl.envs.transforms._family_actions import *  # noqa: F401,F403
 from torchrl.envs.transforms._family_control import *  # noqa: F401,F403
+from torchrl.envs.transforms._family_encoders import *  # noqa: F401,F403
 from torchrl.envs.transforms._family_pixels import *  # noqa: F401,F403
 from torchrl.envs.transforms._family_rewards import *  # noqa: F401,F403
+from torchrl.envs.transforms._family_state import *  # noqa: F401,F403
+from torchrl.envs.transforms._family_stats import *  # noqa: F401,F403
+from torchrl.envs.transforms._family_time import *  # noqa: F401,F403
+from torchrl.envs.transforms._family_trajectory import *  # noqa: F401,F403
 
 __all__ = [
     "ActionMask",
@@ -61,4 +76,16 @@ __all__ = [
     "VecNorm",
     "gSDENoise",
 ]
-__all__ += _family_actions.__all__ + _family_control.__all__ + _family_pixels.__all__ + _family_rewards.__all__
+for _family in (
+    _family_actions,
+    _family_control,
+    _family_encoders,
+    _family_pixels,
+    _family_rewards,
+    _family_state,
+    _family_stats,
+    _family_time,
+    _family_trajectory,
+):
+    __all__ += _family.__all__
+del _family

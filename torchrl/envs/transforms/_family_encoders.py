@@ -1,0 +1,3 @@
+"""Re-exports of the pretrained-encoder transforms (issue 20); `torchrl.envs.transforms` exports every name in ``__all__``."""
+
+__all__: list[str] = []
