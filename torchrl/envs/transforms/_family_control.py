@@ -7,5 +7,6 @@ from torchrl.envs.transforms._stack import Stack
 from torchrl.envs.transforms._unary_transform import UnaryTransform
 from torchrl.envs.transforms._hash import Hash
 from torchrl.envs.transforms._timer import Timer
+from torchrl.envs.transforms._policy_age_filter import PolicyAgeFilter
 
-__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs", "BatchSizeTransform", "ExpandAs", "Stack", "UnaryTransform", "Hash", "Timer"]
+__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs", "BatchSizeTransform", "ExpandAs", "Stack", "UnaryTransform", "Hash", "Timer", "PolicyAgeFilter"]
