@@ -1,3 +1,4 @@
 """Re-exports of the state and episode-control transforms (issue 20); `torchrl.envs.transforms` exports every name in ``__all__``."""
+from torchrl.envs.transforms._end_of_life import EndOfLifeTransform
 
-__all__: list[str] = []
+__all__: list[str] = ["EndOfLifeTransform"]
