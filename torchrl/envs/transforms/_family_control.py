@@ -8,5 +8,6 @@ from torchrl.envs.transforms._unary_transform import UnaryTransform
 from torchrl.envs.transforms._hash import Hash
 from torchrl.envs.transforms._timer import Timer
 from torchrl.envs.transforms._policy_age_filter import PolicyAgeFilter
+from torchrl.envs.transforms._pin_memory_transform import PinMemoryTransform
 
-__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs", "BatchSizeTransform", "ExpandAs", "Stack", "UnaryTransform", "Hash", "Timer", "PolicyAgeFilter"]
+__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs", "BatchSizeTransform", "ExpandAs", "Stack", "UnaryTransform", "Hash", "Timer", "PolicyAgeFilter", "PinMemoryTransform"]
