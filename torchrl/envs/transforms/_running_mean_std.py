@@ -28,7 +28,7 @@ class RunningMeanStd(nn.Module):
         >>> from torchrl.envs.transforms import RunningMeanStd
         >>> rms = RunningMeanStd(shape=(2,))
         >>> rms.update(torch.tensor([[1.0, 2.0], [3.0, 6.0]]))
-        >>> [round(v, 3) for v in rms.mean.tolist()], [round(v, 3) for v in rms.var.tolist()]
+        >>> [round(v, 2) for v in rms.mean.tolist()], [round(v, 2) for v in rms.var.tolist()]
         ([2.0, 4.0], [1.0, 4.0])
         >>> rms.normalize(torch.tensor([3.0, 2.0])).round(decimals=2).tolist()
         [1.0, -1.0]
