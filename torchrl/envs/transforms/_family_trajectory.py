@@ -1,3 +1,4 @@
 """Re-exports of the trajectory transforms (n-step, reward-to-go, burn-in, truncation, crops) (issue 20); `torchrl.envs.transforms` exports every name in ``__all__``."""
+from torchrl.envs.transforms._multi_step_transform import MultiStepTransform
 
-__all__: list[str] = []
+__all__: list[str] = ["MultiStepTransform"]

@@ -1,0 +1,259 @@
+"""MultiStepTransform: n-step transitions written through ``ReplayBuffer.extend``; numbers from TorchRL 0.14.1."""
+import doctest
+
+import pytest
+import torch
+from tensordict import TensorDict
+
+from torchrl.data import LazyTensorStorage, ReplayBuffer, TensorDictReplayBuffer
+from torchrl.data.postprocs import MultiStep
+from torchrl.envs import Compose, ParallelEnv, PendulumEnv, SerialEnv, StepCounter
+from torchrl.testing import get_default_devices
+from torchrl.envs.transforms import MultiStepTransform as Exported
+from torchrl.envs.transforms import _multi_step_transform as module
+from torchrl.envs.transforms._multi_step_transform import MultiStepTransform
+
+from test.envs.transforms.contract import TransformContract, _tensors, assert_states_equal
+
+_REFUSED = "only an inverse transform and can be applied exclusively to replay buffers"
+
+
+def _batch(shape, dones):
+    """Transitions with obs = 0, 1, ... (row-major), next obs = obs + 1, reward = obs + 1."""
+    done = torch.zeros(*shape, 1, dtype=torch.bool)
+    for index in dones:
+        done[index] = True
+    obs = torch.arange(float(torch.Size(shape).numel())).view(*shape, 1)
+    nxt = TensorDict(observation=obs + 1, reward=obs + 1, done=done.clone(), terminated=done.clone(),
+                     truncated=torch.zeros_like(done), batch_size=shape)
+    return TensorDict(observation=obs, action=obs * 10, next=nxt, batch_size=shape)
+
+
+def _flat(td, key):
+    return td.get(key).reshape(*td.shape, -1).squeeze(-1).tolist()
+
+
+class BufferOnlyContract(TransformContract):
+    """The contract for transforms TorchRL refuses in environments: every env check asserts the refusal
+    (``refusal``: exception type and message), the buffer checks run as usual. Reused by the other
+    buffer-only trajectory transforms."""
+
+    full_transitions = True
+    refusal = (ValueError, _REFUSED)
+
+    def _refused(self, env):
+        error, match = self.refusal
+        try:
+            with pytest.raises(error, match=match):
+                env.rollout(self.steps)
+        finally:
+            env.close(raise_if_closed=False)
+
+    def test_contract_single_env(self):
+        env = self.wrap(self.make_env(), self.make_transform())
+        env.reset()  # building and resetting work, as in TorchRL; stepping does not
+        self._refused(env)
+
+    def test_contract_batched_env(self):
+        self._refused(self.wrap(self.make_env(batch_size=(3,)), self.make_transform()))
+
+    def test_contract_in_compose(self):
+        self._refused(self.wrap(self.make_env(), Compose(StepCounter(), self.make_transform())))
+
+    def test_contract_serial_env(self):
+        self._refused(self.wrap(SerialEnv(2, lambda: self.make_env()), self.make_transform()))
+
+    def test_contract_parallel_env(self):
+        self._refused(self.wrap(ParallelEnv(2, self.make_env, mp_start_method="fork"), self.make_transform()))
+
+    def test_contract_state_survives_worker_restart(self):
+        env = ParallelEnv(2, lambda: self.wrap(self.make_env(), self.make_transform()), mp_start_method="fork")
+        try:  # the workers report the refusal, wrapped in a RuntimeError naming the worker
+            with pytest.raises(RuntimeError, match=self.refusal[1]):
+                env.rollout(self.steps)
+        finally:
+            env.close(raise_if_closed=False)
+
+    def buffer_data(self):
+        return PendulumEnv(seed=0).rollout(6)
+
+    def test_contract_seeded_rollouts_match(self):
+        # no rollout can run; the buffer path is deterministic: the same data give the same result
+        data = self.buffer_data()
+        torch.manual_seed(0)
+        a = self.make_transform().inv(data.clone())
+        torch.manual_seed(0)
+        b = self.make_transform().inv(data.clone())
+        assert (a == b).all()
+
+    def test_contract_state_dict_round_trip(self):
+        t = self.make_transform()
+        t.inv(self.buffer_data())
+        fresh = self.make_transform()
+        fresh.load_state_dict(t.state_dict())
+        assert_states_equal(fresh.state_dict(), t.state_dict())
+
+    def test_contract_to_device(self):
+        t = self.make_transform()
+        t.inv(self.buffer_data())
+        t.to("meta")
+        for name, value in _tensors(t.state_dict()):
+            assert value.device.type == "meta", f"{name} stayed on {value.device} after .to('meta')"
+
+    @pytest.mark.parametrize("device", get_default_devices())
+    def test_contract_env_to_device(self, device):
+        self._refused(self.wrap(self.make_env(), self.make_transform()).to(device))
+
+
+class TestMultiStepTransform(BufferOnlyContract):
+    """A buffer-only transform: the env checks assert TorchRL's refusal instead."""
+
+    def make_transform(self):
+        return MultiStepTransform(2, 0.9)
+
+    # -- known answers (TorchRL 0.14.1 on the same data) ------------------------------------------------
+    def test_exported(self):
+        assert Exported is MultiStepTransform
+
+    def test_chunks_across_calls(self):
+        td = _batch([8], [(4,)])
+        t = MultiStepTransform(3, 0.5)
+        out = t.inv(td[:5])
+        assert out.shape == (2,)  # the last 3 frames wait for their future
+        assert _flat(out, ("next", "reward")) == [2.75, 4.5]
+        assert _flat(out, ("next", "observation")) == [3.0, 4.0]
+        assert _flat(out, ("next", "original_reward")) == [1.0, 2.0]
+        assert out["steps_to_next_obs"].tolist() == [3, 3] and out["gamma"].tolist() == [0.125, 0.125]
+        assert out["nonterminal"].tolist() == [True, True]
+        assert out["steps_to_next_obs"].dtype == torch.int64 and out["gamma"].dtype == torch.float32
+        out = t.inv(td[5:])
+        assert _flat(out, "observation") == [2.0, 3.0, 4.0]
+        assert _flat(out, ("next", "reward")) == [6.25, 6.5, 5.0]  # the windows stop at the done of step 4
+        assert _flat(out, ("next", "observation")) == [5.0, 5.0, 5.0]
+        assert out["steps_to_next_obs"].tolist() == [3, 2, 1] and out["gamma"].tolist() == [0.125, 0.25, 0.5]
+        assert out["nonterminal"].tolist() == [True, True, False]
+        # deliberate difference: the flags of the window's last step (TorchRL: [False, False, True])
+        assert _flat(out, ("next", "done")) == [True, True, True]
+        assert _flat(out, ("next", "terminated")) == [True, True, True]
+
+    def test_batched_time_last(self):
+        td = _batch([2, 6], [(0, 2), (1, 4)])
+        t = MultiStepTransform(2, 0.9)
+        out = t.inv(td[:, :3])
+        assert out.shape == (2, 1)
+        torch.testing.assert_close(out["next", "reward"].flatten(), torch.tensor([2.8, 14.2]))
+        out = t.inv(td[:, 3:])
+        assert out.shape == (2, 3)
+        expected = torch.tensor([[4.7, 3.0, 8.5], [16.1, 18.0, 19.9]])
+        torch.testing.assert_close(out["next", "reward"].squeeze(-1), expected)
+        assert _flat(out, ("next", "observation")) == [[3.0, 3.0, 5.0], [9.0, 10.0, 11.0]]
+        assert _flat(out, "action") == [[10.0, 20.0, 30.0], [70.0, 80.0, 90.0]]
+        assert out["steps_to_next_obs"].tolist() == [[2, 1, 2], [2, 2, 2]]
+        assert out["nonterminal"].tolist() == [[True, False, True], [True, True, True]]
+
+    def test_mask_only_clears_nonterminal(self):
+        td = _batch([1, 7], [])
+        td["mask"] = torch.tensor([[True, False, True, True, True, True, False]])
+        out = MultiStepTransform(2, 0.5).inv(td)
+        assert _flat(out, ("next", "reward")) == [[2.0, 3.5, 5.0, 6.5, 8.0]]
+        assert out["nonterminal"].tolist() == [[True, False, True, True, True]]
+        td = td.exclude("mask").set(("collector", "mask"), td["mask"])
+        out = MultiStepTransform(2, 0.5, mask_key=("collector", "mask")).inv(td)
+        assert out["nonterminal"].tolist() == [[True, False, True, True, True]]
+
+    def test_reward_keys_and_done_key(self):
+        done = torch.zeros(5, 1, dtype=torch.bool)
+        done[1] = True
+        nxt = TensorDict(obs=torch.arange(1.0, 6.0), a=TensorDict(r=torch.ones(5, 3, 1), batch_size=[5]),
+                         reward=torch.ones(5, 1), d=done, batch_size=[5])
+        td = TensorDict(obs=torch.arange(5.0), next=nxt, batch_size=[5])
+        t = MultiStepTransform(2, 0.5, done_key="d", reward_keys=[("a", "r"), "reward"])
+        out = t.inv(td)
+        assert out["next", "a", "r"][:, :, 0].tolist() == [[1.5] * 3, [1.0] * 3, [1.5] * 3]
+        assert _flat(out, ("next", "reward")) == [1.5, 1.0, 1.5]
+        assert out["next", "obs"].tolist() == [2.0, 2.0, 4.0] and _flat(out, ("next", "d")) == [True, True, False]
+        assert out["steps_to_next_obs"].tolist() == [2, 1, 2]
+        # each reward keeps its own one-step value next to it (TorchRL writes ("next", "original_reward") once)
+        assert (out["next", "a", "original_r"] == 1).all() and out["next", "original_reward"].shape == (3, 1)
+
+    def test_attributes(self):
+        t = MultiStepTransform(3, 0.9)
+        assert t.n_steps == 3 and t.gamma == 0.9 and t.reward_keys == ["reward"]
+        assert t.done_key == "done" and t.done_keys == ["done", "truncated", "terminated"] and t.mask_key == "mask"
+        assert t.in_keys == [] and t.out_keys == [] and list(t.state_dict()) == []
+        t = MultiStepTransform(2, 0.5, done_keys=["d"], reward_keys=[("a", "r")], mask_key="m")
+        assert t.done_key == "done" and t.done_keys == ["d"] and t.reward_keys == [("a", "r")] and t.mask_key == "m"
+        t.n_steps = 4
+        assert t.n_steps == 4
+
+    def test_matches_the_postproc_over_the_whole_trajectory(self):
+        data = _batch([3, 12], [(0, 3), (1, 7), (2, 11), (0, 10)])
+        t = MultiStepTransform(3, 0.8)
+        parts = [t.inv(data[:, :5]), t.inv(data[:, 5:6]), t.inv(data[:, 6:])]
+        written = torch.cat(parts, dim=1)
+        assert written.shape == (3, 9)
+        expected = MultiStep(gamma=0.8, n_steps=3)(data)[:, :9]
+        for key in expected.keys(True, True):
+            torch.testing.assert_close(written[key], expected[key], msg=lambda m: f"{key}: {m}")
+
+    def test_replay_buffer_extend(self):
+        data = _batch([10], [(5,)])
+        rb = ReplayBuffer(storage=LazyTensorStorage(20), transform=MultiStepTransform(2, 0.5), batch_size=4)
+        assert rb.extend(data[:6]).tolist() == [0, 1, 2, 3]
+        assert rb.extend(data[6:]).tolist() == [4, 5, 6, 7]
+        stored = rb[:8]
+        assert _flat(stored, ("next", "reward")) == [2.0, 3.5, 5.0, 6.5, 8.0, 6.0, 11.0, 12.5]
+        assert stored["steps_to_next_obs"].tolist() == [2, 2, 2, 2, 2, 1, 2, 2]
+        sample = rb.sample()  # sampled data pass through unchanged
+        assert sample.batch_size == (4,) and "steps_to_next_obs" in sample.keys()
+
+    def test_tensordict_replay_buffer_extend_rollouts(self):
+        env = PendulumEnv(seed=0)
+        rb = TensorDictReplayBuffer(storage=LazyTensorStorage(50), batch_size=5)
+        rb.append_transform(MultiStepTransform(3, 0.99))
+        both = env.rollout(12)
+        rb.extend(both[:6])
+        assert len(rb) == 3  # the last 3 frames wait for the next batch
+        rb.extend(both[6:])
+        assert len(rb) == 9
+        stored = rb[:9]
+        expected = both["next", "reward"][3:6] + 0.99 * both["next", "reward"][4:7] + 0.99**2 * both["next", "reward"][5:8]
+        torch.testing.assert_close(stored["next", "reward"][3:6], expected)
+        torch.testing.assert_close(stored["next", "th"], both["next", "th"][2:11])
+
+    def test_forward_is_identity(self):
+        td = _batch([4], [])
+        t = MultiStepTransform(2, 0.5)
+        assert t(td) is td and "steps_to_next_obs" not in td.keys()
+
+    def test_n_steps_can_change(self):
+        t = MultiStepTransform(2, 0.5)
+        t.inv(_batch([4], []))
+        t.n_steps = 1
+        out = t.inv(_batch([4], []))
+        assert out.shape == (5,)  # 2 held frames + 4 new ones, 1 held back
+        assert out["steps_to_next_obs"].tolist() == [1] * 5
+
+    def test_too_short_data_wait(self):
+        t = MultiStepTransform(3, 0.5)
+        out = t.inv(_batch([2], []))
+        assert out.shape == (0,)
+        assert t.inv(_batch([3], [])).shape == (2,)
+
+    def test_errors(self):
+        for bad in (0, -1, 2.5, True):
+            with pytest.raises(ValueError, match="n_steps must be a strictly positive int"):
+                MultiStepTransform(bad, 0.9)
+        with pytest.raises(ValueError, match="needs a time dimension"):
+            MultiStepTransform(2, 0.9).inv(_batch([3], [])[0])
+        with pytest.raises(KeyError, match=r"done entry \('next', 'd'\) not found"):
+            MultiStepTransform(1, 0.9, done_key="d").inv(_batch([3], []))
+        with pytest.raises(KeyError, match=r"reward entry \('next', 'r'\) not found"):
+            MultiStepTransform(1, 0.9, reward_keys=["r"]).inv(_batch([3], []))
+        t = MultiStepTransform(2, 0.9)
+        t.inv(_batch([2, 4], []))
+        with pytest.raises(ValueError, match=r"batch shape \(3, 4\) but the frames kept from the previous call"):
+            t.inv(_batch([3, 4], []))
+
+    def test_docstring_examples(self):
+        assert doctest.testmod(module, raise_on_error=True).attempted > 0
