@@ -1,7 +1,8 @@
 """Re-exports of the action transforms (issue 20); `torchrl.envs.transforms` exports every name in ``__all__``."""
+from torchrl.envs.transforms._action_discretizer import ActionDiscretizer
 from torchrl.envs.transforms._action_scaling import ActionScaling
 from torchrl.envs.transforms._discrete_action_projection import DiscreteActionProjection
 from torchrl.envs.transforms._flatten_action import FlattenAction
 from torchrl.envs.transforms._mean_action_selector import MeanActionSelector
 
-__all__: list[str] = ["ActionScaling", "DiscreteActionProjection", "FlattenAction", "MeanActionSelector"]
+__all__: list[str] = ["ActionDiscretizer", "ActionScaling", "DiscreteActionProjection", "FlattenAction", "MeanActionSelector"]
