@@ -5,15 +5,23 @@ The contract then checks, for free: specs agree with data on a plain env, on a b
 ``SerialEnv`` of envs (via ``check_env_specs``), the transform works inside a ``Compose`` next to another
 transform, ``clone`` gives a detached, equivalent copy, the transformed env's rollouts are reproducible
 under seeding, and inside a replay buffer the transform either runs on sampled data or (for transforms
-that only make sense in an env, ``env_only = True``) refuses with a clear error.
+that only make sense in an env, ``env_only = True``) refuses with a clear error. It also runs over a
+``ParallelEnv`` (transform in the main process), its state survives a ``state_dict`` round trip into a fresh
+copy and a worker restart (transform inside the workers), and ``to(device)`` moves every tensor it holds.
+
+``GroupContract`` (opt-in, with ``make_group_transform()``) checks a transform on a multi-agent group: an
+entry ``("agents", "observation")`` with an agent dimension, next to a root ``"observation"``.
 """
 from __future__ import annotations
+
+import functools
 
 import pytest
 import torch
 
 from torchrl.data import LazyTensorStorage, TensorDictReplayBuffer
-from torchrl.envs import Compose, PendulumEnv, SerialEnv, StepCounter, TransformedEnv, check_env_specs
+from torchrl.testing import get_default_devices
+from torchrl.envs import Compose, ParallelEnv, PendulumEnv, SerialEnv, StepCounter, TransformedEnv, check_env_specs
 
 
 class TransformContract:
@@ -27,6 +35,11 @@ class TransformContract:
 
     def make_env(self, batch_size=()):
         return PendulumEnv(batch_size=batch_size, seed=0)
+
+    def policy(self):
+        """The policy of rollouts over a ``ParallelEnv`` whose workers hold the transform (``None``: random
+        actions from the batched env's action spec)."""
+        return None
 
     def wrap(self, env, transform):
         """The transformed env the contract checks (an ``AutoResetEnv`` for ``AutoResetTransform``)."""
@@ -105,3 +118,69 @@ class TransformContract:
         else:
             sample = rb.sample()
             assert sample.batch_size == (3,)
+
+    def test_contract_parallel_env(self):
+        env = self.wrap(ParallelEnv(2, self.make_env, mp_start_method="fork"), self.make_transform())
+        try:
+            check_env_specs(env, seed=0)
+            assert env.rollout(self.steps).batch_size[0] == 2
+        finally:
+            env.close(raise_if_closed=False)
+
+    def test_contract_state_dict_round_trip(self):
+        env = self.wrap(self.make_env(), self.make_transform())
+        env.set_seed(0)
+        env.rollout(self.steps, break_when_any_done=False)
+        state = env.transform.state_dict()
+        fresh = self.wrap(self.make_env(), self.make_transform()).transform
+        fresh.load_state_dict(state)
+        assert_states_equal(fresh.state_dict(), state)
+
+    def test_contract_state_survives_worker_restart(self):
+        env = ParallelEnv(2, functools.partial(_wrapped_env, self), mp_start_method="fork")
+        try:
+            env.set_seed(0)
+            env.rollout(self.steps, self.policy(), break_when_any_done=False)
+            state = env.state_dict()
+            env.close()
+            env.start()  # fresh workers: the state comes back only through load_state_dict
+            env.load_state_dict(state)
+            assert_states_equal(env.state_dict(), state)
+            env.rollout(self.steps, self.policy(), break_when_any_done=False)
+        finally:
+            env.close(raise_if_closed=False)
+
+    def test_contract_to_device(self):
+        t = self.make_transform()
+        env = self.wrap(self.make_env(), t)
+        env.rollout(2, break_when_any_done=False)
+        t.to("meta")
+        for name, value in _tensors(t.state_dict()):
+            assert value.device.type == "meta", f"{name} stayed on {value.device} after .to('meta')"
+
+    @pytest.mark.parametrize("device", get_default_devices())
+    def test_contract_env_to_device(self, device):
+        env = self.wrap(self.make_env(), self.make_transform()).to(device)
+        data = env.rollout(self.steps, break_when_any_done=False)
+        for name, value in _tensors(env.transform.state_dict()):
+            assert value.device == torch.device(device), f"{name} is on {value.device}, not {device}"
+        assert all(v.device == torch.device(device) for v in data.values(True, True) if isinstance(v, torch.Tensor))
+
+def _wrapped_env(contract: TransformContract):
+    return contract.wrap(contract.make_env(), contract.make_transform())
+
+
+def _tensors(state, prefix=""):
+    """``(name, tensor)`` for every tensor in a (possibly nested) state dict."""
+    for name, value in state.items():
+        if isinstance(value, torch.Tensor):
+            yield prefix + str(name), value
+        elif hasattr(value, "items"):
+            yield from _tensors(value, f"{prefix}{name}.")
+
+
+def assert_states_equal(actual, expected):
+    a, e = dict(_tensors(actual)), dict(_tensors(expected))
+    assert a.keys() == e.keys(), (sorted(a), sorted(e))
+    for name, value in e.items():
+        torch.testing.assert_close(a[name], value, equal_nan=True, msg=lambda m, n=name: f"{n}: {m}")

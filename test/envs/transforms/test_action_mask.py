@@ -104,6 +104,10 @@ class TestActionMask(TransformContract):
     def make_transform(self):
         return ActionMask()
 
+    def policy(self):
+        # a batched env's action spec cannot follow each worker's mask: play the first legal action
+        return lambda td: td.set("action", td["action_mask"].int().argmax(-1))
+
     def test_random_rollout_plays_legal_actions_only(self):
         torch.manual_seed(0)
         env = TransformedEnv(MaskedEnv(n=5), ActionMask())

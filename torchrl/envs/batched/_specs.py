@@ -11,7 +11,7 @@ from typing import Sequence
 
 import torch
 
-from torchrl.data.tensor_specs import Bounded, Composite, TensorSpec
+from torchrl.data.tensor_specs import Bounded, Composite, TensorSpec, Unbounded
 
 __all__ = ["describe", "first_difference", "heterogeneous_key", "stack_specs"]
 
@@ -38,7 +38,8 @@ def first_difference(ref: Composite, other: Composite, prefix: tuple = ()) -> st
     """The first structural difference between two spec trees, as a message (``None`` if compatible).
 
     Structural: keys, spec classes, shapes, dtypes and devices. Differing values are allowed only for
-    ``Bounded`` leaves (their bounds are stacked); any other value difference is reported.
+    ``Bounded`` and ``Unbounded`` leaves (their bounds are stacked, or nominal); any other value difference is
+    reported.
     """
     if ref.shape != other.shape:
         where = _where(prefix) if prefix else "batch size"
@@ -58,7 +59,7 @@ def first_difference(ref: Composite, other: Composite, prefix: tuple = ()) -> st
             return f"{_where(full)}: {_short(a)} vs {_short(b)}"
         if getattr(a, "device", None) != getattr(b, "device", None):
             return f"{_where(full)}: device {a.device} vs {b.device}"
-        if not isinstance(a, Bounded) and a != b:
+        if not isinstance(a, (Bounded, Unbounded)) and a != b:  # (box values are stacked, not structure)
             return f"{_where(full)}: {_values(a)} vs {_values(b)}"
     for key in other_keys:
         if key not in ref_keys:

@@ -55,6 +55,9 @@ class TrajCounter(Transform):
         # Number of episode starts so far (ids are ``starts // repeats``); shared between clones and processes.
         self._starts = torch.zeros((), dtype=torch.int64).share_memory_()
         self._keys: tuple | None = None  # (done key of the group, reset key of the group)
+        # The ids of the episodes in progress, for step inputs that do not carry them (a ParallelEnv worker
+        # receives only the env's inputs).
+        self._current: torch.Tensor | None = None
 
     def set_container(self, container) -> None:
         super().set_container(container)
@@ -92,7 +95,11 @@ class TrajCounter(Transform):
         done = fast_get(tensordict_reset, done_key)
         shape = done.shape
         mask = fast_get(tensordict, reset_key) if tensordict is not None else None
-        previous = fast_get(tensordict, self.out_key) if mask is not None else None
+        previous = None
+        if mask is not None:
+            previous = fast_get(tensordict, self.out_key)
+            if previous is None and self._current is not None and self._current.shape == shape:
+                previous = self._current
         if mask is None or previous is None:
             value = self._take(done.numel(), done.device).reshape(shape)
         else:
@@ -100,10 +107,13 @@ class TrajCounter(Transform):
             value = previous.clone()
             value[where] = self._take(int(where.sum()), done.device)
         fast_set(tensordict_reset, self.out_key, value)
+        self._current = value
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         value = fast_get(tensordict, self.out_key)
+        if value is None:
+            value = self._current
         if value is None:
             raise KeyError(
                 f"TrajCounter: {self.out_key!r} missing from the step input; reset the env before stepping it."
@@ -128,6 +138,10 @@ class TrajCounter(Transform):
         return output_spec
 
     # -- state ----------------------------------------------------------------------------------------
+    def _apply(self, fn, *args, **kwargs):
+        self._starts = fn(self._starts)  # (a no-op move keeps the shared counter shared)
+        return super()._apply(fn, *args, **kwargs)
+
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         out = super().state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
         out[prefix + "traj_count"] = self._starts.clone()

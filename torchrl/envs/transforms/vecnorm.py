@@ -280,6 +280,12 @@ class VecNorm(Transform):
         return True
 
     # -- state -----------------------------------------------------------------------------------------
+    def _apply(self, fn, *args, **kwargs):
+        if self._td is not None:  # (a no-op move keeps statistics shared with other instances shared)
+            self._td = self._td.apply(fn)
+            self._stats = None
+        return super()._apply(fn, *args, **kwargs)
+
     def get_extra_state(self) -> OrderedDict:
         """As TorchRL: ``{"<key>_sum": ..., "<key>_ssq": ..., "<key>_count": ...}`` (nested keys joined by
         ``"."``; counts of shape ``(1,)``)."""
