@@ -1,5 +1,6 @@
 """Re-exports of the state and episode-control transforms (issue 20); `torchrl.envs.transforms` exports every name in ``__all__``."""
 from torchrl.envs.transforms._end_of_life import EndOfLifeTransform
+from torchrl.envs.transforms._next_state_reconstructor import NextStateReconstructor
 from torchrl.envs.transforms._terminate import TerminateTransform
 
-__all__: list[str] = ["EndOfLifeTransform", "TerminateTransform"]
+__all__: list[str] = ["EndOfLifeTransform", "NextStateReconstructor", "TerminateTransform"]
