@@ -184,3 +184,36 @@ def assert_states_equal(actual, expected):
     assert a.keys() == e.keys(), (sorted(a), sorted(e))
     for name, value in e.items():
         torch.testing.assert_close(a[name], value, equal_nan=True, msg=lambda m, n=name: f"{n}: {m}")
+
+
+class GroupContract:
+    """Opt-in checks on a multi-agent group (``test/envs/transforms/_group_env.py``): a subclass provides
+    ``make_group_transform()``, configured for ``("agents", "observation")`` / ``("agents", "reward")`` /
+    ``("agents", "action")``; ``check_group(data)`` may assert the transform's answer on a rollout."""
+
+    def make_group_transform(self):
+        raise NotImplementedError
+
+    def check_group(self, data) -> None:
+        """Per-transform assertions on a rollout of the transformed group env (none by default)."""
+
+    @pytest.mark.parametrize("batch_size", [(), (2,)])
+    def test_group_env(self, batch_size):
+        from test.envs.transforms._group_env import AgentsEnv
+
+        env = TransformedEnv(AgentsEnv(batch_size=batch_size), self.make_group_transform())
+        check_env_specs(env, seed=0)
+        data = env.rollout(4, break_when_any_done=False)
+        assert data.batch_size == (*batch_size, 4)
+        assert data.get("agents").batch_size == (*batch_size, 4, 3)  # the agent dimension survives
+        self.check_group(data)
+
+    def test_group_serial_env(self):
+        from test.envs.transforms._group_env import AgentsEnv
+
+        env = TransformedEnv(SerialEnv(2, AgentsEnv), self.make_group_transform())
+        try:
+            check_env_specs(env, seed=0)
+            self.check_group(env.rollout(4, break_when_any_done=False))
+        finally:
+            env.close(raise_if_closed=False)
