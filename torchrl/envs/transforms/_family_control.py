@@ -11,5 +11,6 @@ from torchrl.envs.transforms._policy_age_filter import PolicyAgeFilter
 from torchrl.envs.transforms._pin_memory_transform import PinMemoryTransform
 from torchrl.envs.transforms._module_transform import ModuleTransform
 from torchrl.envs.transforms._vec_gym_env_transform import VecGymEnvTransform
+from torchrl.envs.transforms._decode_video_transform import DecodeVideoTransform
 
-__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs", "BatchSizeTransform", "ExpandAs", "Stack", "UnaryTransform", "Hash", "Timer", "PolicyAgeFilter", "PinMemoryTransform", "ModuleTransform", "VecGymEnvTransform"]
+__all__: list[str] = ["FiniteTensorDictCheck", "RemoveEmptySpecs", "BatchSizeTransform", "ExpandAs", "Stack", "UnaryTransform", "Hash", "Timer", "PolicyAgeFilter", "PinMemoryTransform", "ModuleTransform", "VecGymEnvTransform", "DecodeVideoTransform"]
