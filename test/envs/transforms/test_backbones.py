@@ -26,6 +26,12 @@ def weights_dir() -> str:
 
 
 def resnet_state_dict(name: str, seed: int = 0) -> dict:
+    """A seeded ResNet's state dict (a fresh dict of the cached tensors: do not modify them)."""
+    return dict(_resnet_state_dict(name, seed))
+
+
+@functools.lru_cache(maxsize=None)
+def _resnet_state_dict(name: str, seed: int) -> dict:
     torch.manual_seed(seed)
     return resnet(name, use_torchvision=False).state_dict()
 

@@ -1,7 +1,14 @@
 """Re-exports of the state and episode-control transforms (issue 20); `torchrl.envs.transforms` exports every name in ``__all__``."""
+from torchrl.envs.transforms._conditional_policy_switch import ConditionalPolicySwitch
 from torchrl.envs.transforms._end_of_life import EndOfLifeTransform
 from torchrl.envs.transforms._next_observation_delta import NextObservationDelta
 from torchrl.envs.transforms._next_state_reconstructor import NextStateReconstructor
 from torchrl.envs.transforms._terminate import TerminateTransform
 
-__all__: list[str] = ["EndOfLifeTransform", "NextObservationDelta", "NextStateReconstructor", "TerminateTransform"]
+__all__: list[str] = [
+    "ConditionalPolicySwitch",
+    "EndOfLifeTransform",
+    "NextObservationDelta",
+    "NextStateReconstructor",
+    "TerminateTransform",
+]
