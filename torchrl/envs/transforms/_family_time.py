@@ -1,3 +1,4 @@
 """Re-exports of the time transforms (frame stacking, pooling) (issue 20); `torchrl.envs.transforms` exports every name in ``__all__``."""
+from torchrl.envs.transforms._cat_frames import CatFrames
 
-__all__: list[str] = []
+__all__: list[str] = ["CatFrames"]
