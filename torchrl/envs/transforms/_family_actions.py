@@ -4,5 +4,6 @@ from torchrl.envs.transforms._action_scaling import ActionScaling
 from torchrl.envs.transforms._discrete_action_projection import DiscreteActionProjection
 from torchrl.envs.transforms._flatten_action import FlattenAction
 from torchrl.envs.transforms._mean_action_selector import MeanActionSelector
+from torchrl.envs.transforms._multi_action import MultiAction
 
-__all__: list[str] = ["ActionDiscretizer", "ActionScaling", "DiscreteActionProjection", "FlattenAction", "MeanActionSelector"]
+__all__: list[str] = ["ActionDiscretizer", "ActionScaling", "DiscreteActionProjection", "FlattenAction", "MeanActionSelector", "MultiAction"]
