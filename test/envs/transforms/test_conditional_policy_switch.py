@@ -1,13 +1,15 @@
+import doctest
+
 import pytest
 import torch
 from tensordict import TensorDict
 
+from test.envs.transforms.contract import TransformContract
 from torchrl.data import Binary, Categorical, Composite, Unbounded
 from torchrl.envs import Compose, EnvBase, StepCounter, TransformedEnv
 from torchrl.envs.transforms import ConditionalPolicySwitch
+from torchrl.envs.transforms import _conditional_policy_switch as module
 from torchrl.testing import CountingEnv
-
-from test.envs.transforms.contract import TransformContract
 
 
 def act(value):
@@ -106,13 +108,13 @@ class TestConditionalPolicySwitch(TransformContract):
 
     def test_partial_rows_batch_locked(self):
         env = TransformedEnv(self.make_env(batch_size=(2,)), ConditionalPolicySwitch(policy=act(1), condition=odd_rows))
-        rows = lambda td: td.set("action", torch.tensor([[1], [0]], dtype=torch.int8))  # noqa: E731
+        rows = lambda td: td.set("action", torch.tensor([[1], [0]], dtype=torch.int8))
         with pytest.raises(RuntimeError, match="Cannot run partial steps in a batched locked environment"):
             env.rollout(3, rows)
 
     def test_partial_rows_unlocked_env(self):
         env = TransformedEnv(StatelessCountingEnv(batch_size=[2]), ConditionalPolicySwitch(policy=act(1), condition=odd_rows))
-        rows = lambda td: td.set("action", torch.tensor([[1], [0]], dtype=torch.int8))  # noqa: E731
+        rows = lambda td: td.set("action", torch.tensor([[1], [0]], dtype=torch.int8))
         data = env.rollout(3, rows)
         # row 0: 0 -> 1, the opponent plays -> 2, ...; row 1 never moves and the opponent never plays
         assert data["next", "observation"].squeeze(-1).tolist() == [[2, 4, 6], [0, 0, 0]]
@@ -136,3 +138,8 @@ class TestConditionalPolicySwitch(TransformContract):
     def test_standalone_call(self):
         with pytest.raises(RuntimeError, match="cannot be called independently"):
             self.make_transform()(TensorDict())
+
+
+def test_doctests():
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

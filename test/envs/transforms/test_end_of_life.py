@@ -1,16 +1,17 @@
+import doctest
 import types
 
 import pytest
 import torch
 from torch import nn
 
+from test.envs.transforms.contract import TransformContract
 from torchrl.envs import SerialEnv, TransformedEnv
 from torchrl.envs.transforms import EndOfLifeTransform
+from torchrl.envs.transforms import _end_of_life as module
 from torchrl.modules import QValueActor
 from torchrl.objectives import DQNLoss
 from torchrl.testing import CountingEnv
-
-from test.envs.transforms.contract import TransformContract
 
 
 class LivesEnv(CountingEnv):
@@ -92,9 +93,10 @@ class TestEndOfLifeTransform(TransformContract):
         assert data["next", "n_lives"].tolist() == [3, 2]
 
     def test_bad_done_key(self):
-        env = TransformedEnv(self.make_env(), EndOfLifeTransform(done_key="finished", eol_attribute="lives"))
+        # raised when the transform is appended (the env's specs are computed then)
         with pytest.raises(KeyError, match="done_key 'finished' is not a done entry"):
-            env.observation_spec
+            env = TransformedEnv(self.make_env(), EndOfLifeTransform(done_key="finished", eol_attribute="lives"))
+            _ = env.observation_spec
 
     def test_missing_attribute(self):
         env = TransformedEnv(self.make_env(), EndOfLifeTransform())
@@ -123,3 +125,8 @@ class TestEndOfLifeTransform(TransformContract):
     def test_register_keys_bad_object(self):
         with pytest.raises(TypeError, match="LossModule or a value estimator"):
             EndOfLifeTransform().register_keys(object())
+
+
+def test_doctests():
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

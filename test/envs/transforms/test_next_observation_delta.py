@@ -1,13 +1,15 @@
+import doctest
+
 import pytest
 import torch
 from tensordict import TensorDict
 
+from test.envs.transforms.contract import TransformContract
 from torchrl.data import LazyTensorStorage, ReplayBuffer
 from torchrl.envs import PendulumEnv, TransformedEnv, check_env_specs
 from torchrl.envs.transforms import NextObservationDelta
+from torchrl.envs.transforms import _next_observation_delta as module
 from torchrl.testing import CountingEnv
-
-from test.envs.transforms.contract import TransformContract
 
 
 def transition():
@@ -49,7 +51,7 @@ class TestNextObservationDelta(TransformContract):
         out = NextObservationDelta(["observation"])(transition())
         assert out["next", "observation"].dtype == torch.float32
         assert out["next", "observation"].tolist() == [[1.5, 1.75], [4.0, 4.125]]
-        assert "delta" not in out["next"].keys()
+        assert "delta" not in out["next"]
 
     def test_rb_restore_dtype_and_keep_delta(self):
         t = NextObservationDelta(["observation"], restore_dtype=torch.float64, drop_delta=False)
@@ -80,7 +82,7 @@ class TestNextObservationDelta(TransformContract):
         }, [2])
         out = NextObservationDelta([("agents", "pos")], delta_dtype=torch.bfloat16)(data)
         assert out["next", "agents", "pos"].tolist() == [[1.5] * 3] * 2
-        assert "delta" not in out["next"].keys()
+        assert "delta" not in out["next"]
 
     def test_bfloat16_env(self):
         env = TransformedEnv(PendulumEnv(seed=0), NextObservationDelta(["th"], delta_dtype=torch.bfloat16))
@@ -98,3 +100,8 @@ class TestNextObservationDelta(TransformContract):
             NextObservationDelta(["observation"], delta_dtype=torch.int32)
         with pytest.raises(ValueError, match="restore_dtype must be a torch.dtype or 'root', got 'leaf'"):
             NextObservationDelta(["observation"], restore_dtype="leaf")
+
+
+def test_doctests():
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

@@ -1,15 +1,16 @@
+import doctest
 import math
 
 import pytest
 import torch
 from tensordict import TensorDict
 
+from test.envs.transforms.contract import TransformContract
 from torchrl.data import LazyTensorStorage, ReplayBuffer
 from torchrl.envs import TransformedEnv
 from torchrl.envs.transforms import NextStateReconstructor
+from torchrl.envs.transforms import _next_state_reconstructor as module
 from torchrl.testing import CountingEnv
-
-from test.envs.transforms.contract import TransformContract
 
 nan = float("nan")
 
@@ -123,3 +124,8 @@ class TestNextStateReconstructor(TransformContract):
         env = TransformedEnv(CountingEnv(), NextStateReconstructor())
         data = env.rollout(3, lambda td: td.set("action", torch.ones(1, dtype=torch.int8)))
         assert data["next", "observation"].squeeze(-1).tolist() == [1, 2, 3]
+
+
+def test_doctests():
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

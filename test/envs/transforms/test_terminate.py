@@ -1,12 +1,14 @@
+import doctest
+
 import pytest
 import torch
 from tensordict import TensorDict
 
+from test.envs.transforms.contract import TransformContract
 from torchrl.envs import TransformedEnv
 from torchrl.envs.transforms import StepCounter, TerminateTransform
+from torchrl.envs.transforms import _terminate as module
 from torchrl.testing import CountingEnv, NestedCountingEnv
-
-from test.envs.transforms.contract import TransformContract
 
 
 def ones(td):
@@ -42,7 +44,7 @@ class TestTerminateTransform(TransformContract):
 
     def test_batched_rows_reset_separately(self):
         # row i terminates once its counter reaches i + 1 (TorchRL 0.14.1 gives the same flags)
-        stop = lambda td: td["observation"].squeeze(-1) >= torch.tensor([1, 2, 3])  # noqa: E731
+        stop = lambda td: td["observation"].squeeze(-1) >= torch.tensor([1, 2, 3])
         env = TransformedEnv(self.make_env(batch_size=(3,)), TerminateTransform(stop))
         data = env.rollout(4, ones, break_when_any_done=False)
         assert data["next", "observation"].squeeze(-1).tolist() == [[1, 1, 1, 1], [1, 2, 1, 2], [1, 2, 3, 1]]
@@ -100,3 +102,8 @@ class TestTerminateTransform(TransformContract):
     def test_no_parent(self):
         with pytest.raises(RuntimeError, match="cannot be applied to stored data"):
             TerminateTransform(reached_two)(TensorDict(observation=torch.ones(1)))
+
+
+def test_doctests():
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

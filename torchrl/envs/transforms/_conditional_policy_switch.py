@@ -1,7 +1,8 @@
 """``ConditionalPolicySwitch``: lets a second policy play (one env step) whenever a condition holds."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase
@@ -89,7 +90,7 @@ class ConditionalPolicySwitch(Transform):
         if isinstance(cond, bool):
             return torch.full(batch, cond, dtype=torch.bool, device=data.device)
         if not isinstance(cond, torch.Tensor):
-            raise RuntimeError(
+            raise RuntimeError(  # noqa: TRY004 (TorchRL raises RuntimeError here)
                 f"ConditionalPolicySwitch: calling the condition function should return a boolean or a tensor, "
                 f"got {type(cond).__name__}."
             )

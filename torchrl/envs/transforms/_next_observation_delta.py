@@ -1,7 +1,8 @@
 """``NextObservationDelta``: stores ``("next", obs)`` as a low-precision delta, rebuilt on replay-buffer samples."""
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 import torch
 from tensordict import TensorDictBase

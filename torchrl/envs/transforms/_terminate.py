@@ -1,7 +1,8 @@
 """``TerminateTransform``: ends episodes when a user predicate on the step's output holds."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase
@@ -49,7 +50,8 @@ class TerminateTransform(Transform):
 
     def __init__(self, stop: Callable[[TensorDictBase], Any], *, write_done: bool = True) -> None:
         if not callable(stop):
-            raise ValueError(f"TerminateTransform: `stop` must be a callable, got {type(stop).__name__}.")
+            # ValueError, as TorchRL
+            raise ValueError(f"TerminateTransform: `stop` must be a callable, got {type(stop).__name__}.")  # noqa: TRY004
         super().__init__()
         self.stop = stop
         self.write_done = bool(write_done)
