@@ -143,3 +143,18 @@ class TestConditionalPolicySwitch(TransformContract):
 def test_doctests():
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_counters_after_opening_move():
+    # TorchRL 0.14.1 gives the same: the counter before the switch counts the opening move at reset
+    env = TransformedEnv(CountingEnv(max_steps=7, start_val=1), Compose(
+        StepCounter(step_count_key="total"),
+        ConditionalPolicySwitch(policy=act(1), condition=odd),
+        StepCounter(step_count_key="main"),
+    ))
+    reset = env.reset()
+    assert reset["observation"].tolist() == [2] and reset["total"].tolist() == [1] and reset["main"].tolist() == [0]
+    data = env.rollout(3, act(1))
+    assert data["total"].squeeze(-1).tolist() == [1, 3, 5]
+    assert data["next", "total"].squeeze(-1).tolist() == [3, 5, 7]
+    assert data["main"].squeeze(-1).tolist() == [0, 1, 2]
