@@ -8,14 +8,17 @@ import pytest
 import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDict
 
-from torchrl.data import LazyStackStorage, LazyTensorStorage, ReplayBuffer, TensorDictReplayBuffer
+from test.envs.transforms.contract import TransformContract
+from torchrl._utils._optional import has_module
+from torchrl.data import (
+    LazyStackStorage,
+    LazyTensorStorage,
+    ReplayBuffer,
+    TensorDictReplayBuffer,
+)
 from torchrl.envs import PendulumEnv, TransformedEnv
 from torchrl.envs.transforms import DecodeVideoTransform
-
-from torchrl._utils._optional import has_module
 from torchrl.envs.transforms import _decode_video_transform as module
-
-from test.envs.transforms.contract import TransformContract
 
 HAS_AV = has_module("av")
 if HAS_AV:
@@ -133,7 +136,7 @@ class TestDecodeVideoTransform(TransformContract):
 
     def test_env_skips_missing_entries(self):
         env = TransformedEnv(PendulumEnv(seed=0), self.make_transform())
-        assert "pixels" not in env.rollout(2).keys()
+        assert "pixels" not in env.rollout(2).keys()  # noqa: SIM118 - TensorDict.__contains__ refuses keys
 
     def test_errors(self):
         t = DecodeVideoTransform(in_keys=["clip"])
@@ -160,12 +163,10 @@ class TestDecodeVideoTransform(TransformContract):
 
 
 def test_without_av():
-    with mock.patch.object(module, "has_module", return_value=False):
-        with pytest.raises(ModuleNotFoundError, match="needs PyAV.*pip install av"):
-            DecodeVideoTransform(in_keys=["clip"])
-    with mock.patch.dict(sys.modules, {"av": None}):
-        with pytest.raises(ImportError):
-            module._decode_one(b"", "clip")
+    with mock.patch.object(module, "has_module", return_value=False), pytest.raises(ModuleNotFoundError, match="needs PyAV"):
+        DecodeVideoTransform(in_keys=["clip"])
+    with mock.patch.dict(sys.modules, {"av": None}), pytest.raises(ImportError):
+        module._decode_one(b"", "clip")
 
 
 @pytest.mark.skipif(not HAS_AV, reason="the example encodes a clip with PyAV")

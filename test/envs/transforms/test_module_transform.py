@@ -6,12 +6,17 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 from torch import nn
 
-from torchrl.data import Bounded, Composite, LazyTensorStorage, TensorDictReplayBuffer, Unbounded
+from test.envs.transforms.contract import TransformContract
+from torchrl.data import (
+    Bounded,
+    Composite,
+    LazyTensorStorage,
+    TensorDictReplayBuffer,
+    Unbounded,
+)
 from torchrl.envs import PendulumEnv, TransformedEnv, check_env_specs
 from torchrl.envs.transforms import ModuleTransform
 from torchrl.envs.transforms import _module_transform as module
-
-from test.envs.transforms.contract import TransformContract
 
 
 def linear():
@@ -81,20 +86,20 @@ class TestModuleTransform(TransformContract):
         env = TransformedEnv(PendulumEnv(seed=0), ModuleTransform(module=from_reward))
         assert env.observation_spec["reward10"].shape == (1,)
         data = env.rollout(2)
-        assert "reward10" not in data.keys()
+        assert "reward10" not in data.keys()  # noqa: SIM118 - TensorDict.__contains__ refuses keys
         torch.testing.assert_close(data["next", "reward10"], data["next", "reward"] * 10)
 
     def test_spec_transforms(self):
         new = Composite(observation=Unbounded((3,)), hidden=Bounded(-100, 100, (2,)))
         env = TransformedEnv(PendulumEnv(seed=0), ModuleTransform(module=obs_module(), observation_spec_transform=new))
-        assert isinstance(env.observation_spec["hidden"], Bounded) and "th" not in env.observation_spec.keys()
+        assert isinstance(env.observation_spec["hidden"], Bounded) and "th" not in env.observation_spec.keys()  # noqa: SIM118 - TensorDict.__contains__ refuses keys
 
         def edit(spec):
             spec["hidden"] = Unbounded((2,), dtype=torch.float64)
             return spec
 
         env = TransformedEnv(PendulumEnv(seed=0), ModuleTransform(module=obs_module(), observation_spec_transform=edit))
-        assert env.observation_spec["hidden"].dtype == torch.float64 and "th" in env.observation_spec.keys()
+        assert env.observation_spec["hidden"].dtype == torch.float64 and "th" in env.observation_spec.keys()  # noqa: SIM118 - TensorDict.__contains__ refuses keys
 
         def reward_edit(spec):
             spec["reward"] = Unbounded((1,), dtype=torch.float64)
@@ -107,9 +112,9 @@ class TestModuleTransform(TransformContract):
         scale = TensorDictModule(lambda a: a * 2, in_keys=["action_raw"], out_keys=["action"])
         t = ModuleTransform(module=scale, inverse=True)
         td = TensorDict(action_raw=torch.tensor([0.5]))
-        assert t(td) is td and "action" not in td.keys()  # forward: nothing
+        assert t(td) is td and "action" not in td.keys()  # forward: nothing  # noqa: SIM118 - TensorDict.__contains__ refuses keys
         out = t.inv(td)
-        assert out["action"].tolist() == [1.0] and "action" not in td.keys()  # inv works on a copy
+        assert out["action"].tolist() == [1.0] and "action" not in td.keys()  # inv works on a copy  # noqa: SIM118 - TensorDict.__contains__ refuses keys
 
         def expose_raw(spec):
             spec["action_raw"] = Bounded(-1.0, 1.0, (1,))
@@ -188,9 +193,13 @@ class TestModuleTransform(TransformContract):
         with pytest.raises(TypeError, match="must be callable"):
             ModuleTransform(module=3)
         bad = TensorDictModule(nn.Linear(5, 2), in_keys=["observation"], out_keys=["hidden"])
-        env = TransformedEnv(PendulumEnv(seed=0), ModuleTransform(module=bad))
         with pytest.raises(RuntimeError, match=r"could not infer the specs of the module's outputs \['hidden'\].*observation_spec_transform"):
-            env.observation_spec
+            TransformedEnv(PendulumEnv(seed=0), ModuleTransform(module=bad)).observation_spec  # noqa: B018
+
+    def test_bad_in_key_fails_when_appended(self):
+        reads_nope = TensorDictModule(lambda x: x, in_keys=["nope"], out_keys=["y"])
+        with pytest.raises((KeyError, RuntimeError), match="nope"):
+            TransformedEnv(PendulumEnv(seed=0), ModuleTransform(module=reads_nope)).observation_spec  # noqa: B018
 
     def test_repr(self):
         assert repr(ModuleTransform(module=print, inverse=True)) == "ModuleTransform(module=<built-in function print>, inverse=True)"

@@ -5,12 +5,16 @@ import pytest
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict
 
-from torchrl.data import LazyStackStorage, LazyTensorStorage, ReplayBuffer, TensorDictReplayBuffer
+from test.envs.transforms.contract import TransformContract
+from torchrl.data import (
+    LazyStackStorage,
+    LazyTensorStorage,
+    ReplayBuffer,
+    TensorDictReplayBuffer,
+)
 from torchrl.envs import PendulumEnv, TransformedEnv
 from torchrl.envs.transforms import PolicyAgeFilter
 from torchrl.envs.transforms import _policy_age_filter as module
-
-from test.envs.transforms.contract import TransformContract
 
 
 def data(versions, batch=None):

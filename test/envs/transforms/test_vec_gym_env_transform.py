@@ -5,12 +5,11 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from test.envs.transforms.contract import TransformContract
 from torchrl.data import Composite, Unbounded
-from torchrl.envs import EnvBase, SerialEnv, TransformedEnv, check_env_specs
+from torchrl.envs import EnvBase, TransformedEnv, check_env_specs
 from torchrl.envs.transforms import StepCounter, VecGymEnvTransform
 from torchrl.envs.transforms import _vec_gym_env_transform as module
-
-from test.envs.transforms.contract import TransformContract
 
 
 class AutoResetVec(EnvBase):
@@ -45,7 +44,7 @@ class AutoResetVec(EnvBase):
         return out
 
     def _reset(self, td):
-        if td is not None and "_reset" in td.keys():
+        if td is not None and "_reset" in td.keys():  # noqa: SIM118 - TensorDict.__contains__ refuses keys
             self.masked_resets += 1
         else:
             self.count.zero_()
@@ -87,7 +86,7 @@ class TestVecGymEnvTransform(TransformContract):
         assert rows(data, ("next", "observation")) == [[1, 2, 101, 102, 201, 202, 301], [1, 2, 3, 101, 102, 103, 201]]
         assert rows(data, "observation") == [[0, 1, 100, 101, 200, 201, 300], [0, 1, 2, 100, 101, 102, 200]]
         assert rows(data, ("next", "done")) == [[0, 1, 0, 1, 0, 1, 0], [0, 0, 1, 0, 0, 1, 0]]
-        assert "final" not in data.keys() and "final" not in data["next"].keys()
+        assert "final" not in data.keys() and "final" not in data["next"].keys()  # noqa: SIM118 - TensorDict.__contains__ refuses keys
         assert env.base_env.masked_resets == 4  # the restarts came from the env, not from a reset
 
     def test_steps_and_partial_resets_by_hand(self):
@@ -113,7 +112,7 @@ class TestVecGymEnvTransform(TransformContract):
 
     def test_missing_final_observations(self):
         env = TransformedEnv(AutoResetVec(write_final=False), VecGymEnvTransform())
-        env.observation_spec["observation"]  # noqa: B018 - no "final" declared: the env is left alone
+        env.observation_spec["observation"]
         assert not env.transform.active
         env = TransformedEnv(AutoResetVec(write_final=False, declare_final=True), VecGymEnvTransform())
         data = env.rollout(4, break_when_any_done=False)  # "final" declared, never written (gym < 0.22)
@@ -157,7 +156,7 @@ class TestVecGymEnvTransform(TransformContract):
         assert rows(data, ("next", "observation")) == [[1, 2, 101], [1, 2, 3]]
         t = VecGymEnvTransform(final_name="last")
         env = TransformedEnv(AutoResetVec(), t)
-        assert not t.active and "final" in env.observation_spec.keys()
+        assert not t.active and "final" in env.observation_spec.keys()  # noqa: SIM118 - TensorDict.__contains__ refuses keys
 
     def test_gym_vector_env_passes_through(self):
         gymnasium = pytest.importorskip("gymnasium")

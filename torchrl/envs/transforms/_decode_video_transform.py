@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import io
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -107,6 +108,9 @@ class DecodeVideoTransform(Transform):
         >>> frames.shape, frames.dtype, frames[:, 0, 0, 0].tolist()
         (torch.Size([3, 3, 2, 4]), torch.uint8, [0, 10, 20])
     """
+
+    # in an env, the videos may be absent from the outputs (skipped): in_keys are not required env entries
+    _in_keys_are_env_keys = False
 
     def __init__(
         self,

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import contextlib
-import copy
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -268,10 +268,22 @@ class ModuleTransform(Transform):
         sample = TensorDict(batch_size=observation.shape, device=observation.device)
         for part in (observation, reward, done):
             sample.update(part.zero())
+        missing = [key for key in self.in_keys if key not in sample.keys(True)]
+        parent = self.parent if missing else None
+        state = parent.full_state_spec if parent is not None else None
+        for key in list(missing):
+            if state is not None and key in state.keys(True):  # e.g. a recurrent state written by a primer
+                sample.set(key, state[key].zero())
+                missing.remove(key)
+        if missing:
+            raise KeyError(
+                f"ModuleTransform: the module reads {missing}, which the env does not produce; available entries: "
+                f"{sorted(map(str, sample.keys(True, True)))}."
+            )
         try:
             with torch.no_grad():
                 result = self._run(sample)
-        except Exception as err:  # noqa: BLE001 - re-raised with the remedy
+        except Exception as err:
             raise RuntimeError(
                 f"ModuleTransform: could not infer the specs of the module's outputs {self.out_keys} by running it "
                 f"on zeros of the env's observation, reward and done specs ({type(err).__name__}: {err}). Pass "
@@ -286,14 +298,14 @@ class ModuleTransform(Transform):
             observation[key] = Unbounded(shape=value.shape, dtype=value.dtype, device=observation.device)
 
     # -- placement ----------------------------------------------------------------------------------------
-    def to(self, *args, **kwargs) -> "ModuleTransform":
+    def to(self, *args, **kwargs) -> ModuleTransform:
         device = torch._C._nn._parse_to(*args, **kwargs)[0]
         super().to(*args, **kwargs)
         if device is not None:
             self._device = device
         return self
 
-    def clone(self) -> "ModuleTransform":
+    def clone(self) -> ModuleTransform:
         """A copy not attached to any container that shares the wrapped module (and its weights)."""
         module = self.module
         if isinstance(module, nn.Module):

@@ -1,7 +1,7 @@
 """``PolicyAgeFilter``: drops stored transitions whose behaviour policy is too many versions old."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from tensordict import TensorDictBase

@@ -1,6 +1,7 @@
 """``VecGymEnvTransform``: TorchRL's reset contract on top of a vector env that resets finished sub-envs itself."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -130,7 +131,7 @@ class VecGymEnvTransform(Transform):
     def active(self) -> bool:
         """Whether the parent env declares ``final_name`` observations (otherwise data passes unchanged)."""
         if self._active is None:
-            self._active = self.final_name in self._require_parent().observation_spec.keys()
+            self._active = self.final_name in self._require_parent().observation_spec
         return self._active
 
     @property
@@ -155,7 +156,7 @@ class VecGymEnvTransform(Transform):
 
     def _placeholder(self, value: torch.Tensor) -> torch.Tensor:
         fill = self.missing_obs_value
-        if not value.is_floating_point() and isinstance(fill, float) and fill != fill:
+        if not value.is_floating_point() and isinstance(fill, float) and math.isnan(fill):
             fill = 0
         return torch.full_like(value, fill)
 
@@ -198,7 +199,7 @@ class VecGymEnvTransform(Transform):
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         if not self.active:
             return tensordict_reset
-        if self.final_name in tensordict_reset.keys():
+        if self.final_name in tensordict_reset.keys():  # noqa: SIM118 - TensorDict.__contains__ refuses keys
             tensordict_reset = tensordict_reset.exclude(self.final_name)
         pending = self._pending
         mask = tensordict.get("_reset", None) if tensordict is not None else None
@@ -226,7 +227,7 @@ class VecGymEnvTransform(Transform):
 
     # -- specs --------------------------------------------------------------------------------------------
     def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
-        if isinstance(observation_spec, Composite) and self.final_name in observation_spec.keys():
+        if isinstance(observation_spec, Composite) and self.final_name in observation_spec:
             del observation_spec[self.final_name]
         return observation_spec
 
