@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from test.envs.transforms.contract import TransformContract
-from torchrl.envs import SerialEnv, TransformedEnv
+from torchrl.envs import ParallelEnv, SerialEnv, TransformedEnv
 from torchrl.envs.transforms import EndOfLifeTransform
 from torchrl.envs.transforms import _end_of_life as module
 from torchrl.modules import QValueActor
@@ -84,6 +84,15 @@ class TestEndOfLifeTransform(TransformContract):
         data = env.rollout(2, ones)
         assert data["next", "lives"].tolist() == [[3, 2], [3, 2]]
         env.close(raise_if_closed=False)
+
+    def test_parallel_env_reads_workers(self):
+        env = TransformedEnv(ParallelEnv(2, lambda: LivesEnv(max_steps=5), mp_start_method="fork"), self.make_transform())
+        try:
+            data = env.rollout(3, ones)
+            assert data["next", "lives"].tolist() == [[3, 2, 2], [3, 2, 2]]
+            assert data["next", "end-of-life"].squeeze(-1).tolist() == [[False, True, False]] * 2
+        finally:
+            env.close(raise_if_closed=False)
 
     def test_custom_keys(self):
         t = EndOfLifeTransform(eol_key=("eol", "flag"), lives_key="n_lives", eol_attribute="lives")
