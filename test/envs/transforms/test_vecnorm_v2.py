@@ -10,7 +10,8 @@ from torchrl.envs import ParallelEnv, PendulumEnv, SerialEnv, TransformedEnv, ch
 from torchrl.envs.transforms import ObservationNorm, VecNormV2
 from torchrl.envs.transforms import _vecnorm_v2 as vecnorm_v2_module
 
-from test.envs.transforms.contract import TransformContract
+from test.envs.transforms._group_env import AgentsEnv
+from test.envs.transforms.contract import GroupContract, TransformContract
 
 X = torch.tensor([[1.0, 2.0], [3.0, 5.0], [4.0, 0.0]])
 X2 = torch.tensor([[2.0, 2.0], [0.0, 1.0], [1.0, 1.0]])
@@ -28,9 +29,28 @@ def _shared_factory(shared):
     return TransformedEnv(PendulumEnv(seed=0), VecNormV2(in_keys=["observation"], decay=1.0, shared_data=shared))
 
 
-class TestVecNormV2(TransformContract):
+class TestVecNormV2(TransformContract, GroupContract):
     def make_transform(self):
         return VecNormV2(in_keys=["observation", "reward"], decay=0.99)
+
+    def make_group_transform(self):
+        return VecNormV2(in_keys=[("agents", "observation"), ("agents", "reward")],
+                         out_keys=[("agents", "obs_n"), ("agents", "rew_n")], decay=1.0)
+
+    def check_group(self, data):
+        # per-agent statistics (the env ran check_env_specs before this rollout, so exact values depend on it)
+        obs_n, rew_n = data["next", "agents", "obs_n"], data["next", "agents", "rew_n"]
+        assert obs_n.shape == data["next", "agents", "observation"].shape and torch.isfinite(obs_n).all()
+        assert rew_n.shape == data["next", "agents", "reward"].shape and torch.isfinite(rew_n).all()
+
+    def test_group_known_answer(self):
+        env = TransformedEnv(AgentsEnv(), self.make_group_transform())
+        data = env.rollout(4, break_when_any_done=False)
+        obs = torch.cat([data["agents", "observation"][:1], data["next", "agents", "observation"]])
+        expected = (obs[-1] - obs.mean(0)) / obs.std(0, unbiased=False).clamp_min(1e-4)
+        # E[x^2] - E[x]^2 in float32: a little cancellation
+        torch.testing.assert_close(data["next", "agents", "obs_n"][-1], expected, atol=1e-3, rtol=1e-3)
+        assert env.transform.loc[("agents", "observation")].shape == obs.shape[1:]  # one set per agent
 
     # -- known answers ------------------------------------------------------------------------------------
     def test_decay_one_is_numpy_mean_var(self):
