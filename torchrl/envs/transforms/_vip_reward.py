@@ -102,12 +102,19 @@ class VIPRewardTransform(VIPTransform):
         """Embeds the images of ``tensordict`` (outside an env; no reward is computed there)."""
         return super().forward(tensordict)
 
-    def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
-        observation_spec = super().transform_observation_spec(observation_spec)
+    def _add_goal_spec(self, observation_spec: TensorSpec) -> TensorSpec:
         if isinstance(observation_spec, Composite) and self.out_keys[0] in observation_spec.keys(True, True):
             emb = observation_spec[self.out_keys[0]]
             observation_spec[_GOAL_EMBEDDING] = Unbounded(shape=emb.shape, device=emb.device, dtype=emb.dtype)
         return observation_spec
+
+    def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
+        return self._add_goal_spec(super().transform_observation_spec(observation_spec))
+
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
+        output_spec = super().transform_output_spec(output_spec)
+        output_spec["full_observation_spec"] = self._add_goal_spec(output_spec["full_observation_spec"])
+        return output_spec
 
     def transform_input_spec(self, input_spec: TensorSpec) -> TensorSpec:
         """The inputs are unchanged: the goal image is read at reset, not declared as a state entry (an env
