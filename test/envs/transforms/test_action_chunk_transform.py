@@ -4,14 +4,13 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from test.envs.transforms.contract import TransformContract
 from torchrl.data import LazyTensorStorage, TensorDictReplayBuffer
 from torchrl.envs import Compose, PendulumEnv, TransformedEnv, check_env_specs
 from torchrl.envs.transforms import ActionChunkTransform as ExportedActionChunkTransform
 from torchrl.envs.transforms import CatFrames, UnsqueezeTransform
 from torchrl.envs.transforms import _action_chunk_transform as act_module
 from torchrl.envs.transforms._action_chunk_transform import ActionChunkTransform
-
-from test.envs.transforms.contract import TransformContract
 
 # TorchRL 0.14.1, ActionChunkTransform(3) on actions 0..3 (one window of 4 steps)
 CHUNKS = [[0.0, 1.0, 2.0], [1.0, 2.0, 3.0], [2.0, 3.0, 3.0], [3.0, 3.0, 3.0]]
@@ -96,7 +95,7 @@ class TestActionChunkTransform(TransformContract):
         assert env.full_observation_spec == base.full_observation_spec
         check_env_specs(env)
         data = env.rollout(3)
-        assert ("vla_action", "chunk") not in data.keys(True) and "action_is_pad" not in data.keys()
+        assert ("vla_action", "chunk") not in data.keys(True) and "action_is_pad" not in data
 
     def test_clone(self):
         t = ActionChunkTransform(4, chunk_key="c", pad_key="p", time_dim=-2, done_key=None)

@@ -4,14 +4,19 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from test.envs.transforms.contract import TransformContract
 from torchrl.data import LazyTensorStorage, TensorDictReplayBuffer
-from torchrl.data.tensor_specs import Bounded, Composite, MultiCategorical, MultiOneHot, Unbounded
+from torchrl.data.tensor_specs import (
+    Bounded,
+    Composite,
+    MultiCategorical,
+    MultiOneHot,
+    Unbounded,
+)
 from torchrl.envs import EnvBase, PendulumEnv, TransformedEnv, check_env_specs
 from torchrl.envs.transforms import ActionDiscretizer as ExportedActionDiscretizer
 from torchrl.envs.transforms import _action_discretizer as ad_module
 from torchrl.envs.transforms._action_discretizer import ActionDiscretizer
-
-from test.envs.transforms.contract import TransformContract
 
 S = ActionDiscretizer.SamplingStrategy
 
@@ -175,7 +180,7 @@ class TestActionDiscretizer(_BufferContract):
                 return torch.linspace(0, 1, nint, device=device)
 
         env = TransformedEnv(TwoDimEnv(), Ends(torch.tensor([2, 4])))
-        env.action_spec
+        assert env.action_spec.nvec.tolist() == [2, 4]
         assert sorted(calls) == [2, 4]
         assert env.transform.inv(TensorDict(action=torch.tensor([1, 3])))["action"].tolist() == [1.0, 10.0]
         assert env.transform.inv(TensorDict(action=torch.tensor([0, 1])))["action"].tolist() == pytest.approx(
@@ -183,7 +188,7 @@ class TestActionDiscretizer(_BufferContract):
 
     def test_state_dict(self):
         env = TransformedEnv(TwoDimEnv(), ActionDiscretizer(3))
-        env.action_spec
+        assert env.action_spec.shape == (2,)
         state = env.transform.state_dict()
         torch.testing.assert_close(state["intervals"], torch.tensor([[-2 / 3, 0.0, 2 / 3], [5 / 3, 5.0, 25 / 3]]))
         assert state["nvec"].tolist() == [3, 3]
@@ -198,11 +203,11 @@ class TestActionDiscretizer(_BufferContract):
                 self.action_spec = Unbounded(shape=(2,))
 
         with pytest.raises(TypeError, match="'action' has spec UnboundedContinuous.*must be Bounded"):
-            TransformedEnv(UnboundedEnv(), ActionDiscretizer(3)).action_spec
+            _ = TransformedEnv(UnboundedEnv(), ActionDiscretizer(3)).action_spec
         with pytest.raises(ValueError, match="num_intervals has 3 elements but the action 'action' has 2"):
-            TransformedEnv(TwoDimEnv(), ActionDiscretizer(torch.tensor([2, 3, 4]))).action_spec
+            _ = TransformedEnv(TwoDimEnv(), ActionDiscretizer(torch.tensor([2, 3, 4]))).action_spec
         with pytest.raises(KeyError, match="action key 'foo' not in the env's action spec"):
-            TransformedEnv(TwoDimEnv(), ActionDiscretizer(3, action_key="foo")).action_spec
+            _ = TransformedEnv(TwoDimEnv(), ActionDiscretizer(3, action_key="foo")).action_spec
         with pytest.raises(ValueError, match="unknown sampling 7"):
             ActionDiscretizer(3, sampling=7)
         with pytest.raises(ValueError, match="positive integers"):

@@ -4,14 +4,20 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from test.envs.transforms.contract import TransformContract
 from torchrl.data.tensor_specs import Bounded, Composite, Unbounded
-from torchrl.envs import Compose, EnvBase, SerialEnv, StepCounter, TransformedEnv, check_env_specs
+from torchrl.envs import (
+    Compose,
+    EnvBase,
+    SerialEnv,
+    StepCounter,
+    TransformedEnv,
+    check_env_specs,
+)
 from torchrl.envs.transforms import MultiAction as ExportedMultiAction
 from torchrl.envs.transforms import _multi_action as ma_module
 from torchrl.envs.transforms._action_scaling import ActionScaling
 from torchrl.envs.transforms._multi_action import MultiAction
-
-from test.envs.transforms.contract import TransformContract
 
 
 class SumEnv(EnvBase):
@@ -28,7 +34,7 @@ class SumEnv(EnvBase):
         self.calls = 0
 
     def _reset(self, tensordict=None, **kwargs):
-        if tensordict is not None and "_reset" in tensordict.keys():
+        if tensordict is not None and "_reset" in tensordict:
             self.total = torch.where(tensordict["_reset"], 0.0, self.total)
         else:
             self.total = torch.zeros(*self.batch_size, 1)
@@ -167,7 +173,7 @@ class TestMultiAction(TransformContract):
         with pytest.raises(ValueError, match="chunk_key needs an action_key"):
             MultiAction(chunk_key="chunk")
         with pytest.raises(KeyError, match="action key 'foo' not in the env's action spec"):
-            TransformedEnv(SumEnv(), MultiAction(action_key="foo")).action_spec
+            _ = TransformedEnv(SumEnv(), MultiAction(action_key="foo")).action_spec
         env = TransformedEnv(SumEnv(), MultiAction())
         with pytest.raises(ValueError, match=r"'action' have shape \(\); expected the actions stacked along dim 0"):
             env.step(env.reset().set("action", torch.tensor(1.0)))

@@ -7,7 +7,12 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchrl.data.tensor_specs import Bounded, Composite, MultiCategorical, MultiOneHot, TensorSpec
+from torchrl.data.tensor_specs import (
+    Bounded,
+    Composite,
+    MultiCategorical,
+    MultiOneHot,
+)
 from torchrl.envs.transforms._transform import Transform
 
 __all__ = ["ActionDiscretizer"]

@@ -109,8 +109,8 @@ class MultiAction(Transform):
         kwargs.setdefault("chunk_key", ("vla_action", "chunk"))
         return cls(action_key=action_key, **kwargs)
 
-    def set_container(self, container) -> None:
-        super().set_container(container)
+    def reset_parent(self) -> None:  # the chain changed: recompute the keys and the later inverses
+        super().reset_parent()
         self._plan = None
 
     # -- keys ----------------------------------------------------------------------------------------------
@@ -208,8 +208,8 @@ class MultiAction(Transform):
                 value = new.get(key)
                 rewards[key].append(value)
                 last_reward[key] = torch.where(_like(done, value), last_reward[key], value)
-            for key in observations:
-                observations[key].append(new.get(key))
+            for key, values in observations.items():
+                values.append(new.get(key))
             done = done | self._done_rows(new, done_keys, bdims)
             current = new
         for key in reward_keys:
