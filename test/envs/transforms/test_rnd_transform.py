@@ -5,11 +5,10 @@ import torch
 from tensordict import TensorDict
 from torch import nn
 
+from test.envs.transforms.contract import TransformContract
 from torchrl.envs import PendulumEnv, TransformedEnv, check_env_specs
 from torchrl.envs.transforms import RNDTransform, RunningMeanStd
 from torchrl.envs.transforms import _rnd_transform as rnd_module
-
-from test.envs.transforms.contract import TransformContract
 
 
 def _nets(n_in=3, n_out=8, seed=0):

@@ -6,7 +6,11 @@ import torch
 
 from torchrl.envs.transforms import _running_mean_std as rms_module
 from torchrl.envs.transforms._running_mean_std import RunningMeanStd
-from torchrl.envs.transforms._running_stats import ema_loc_scale, ema_update_, welford_merge_
+from torchrl.envs.transforms._running_stats import (
+    ema_loc_scale,
+    ema_update_,
+    welford_merge_,
+)
 
 
 class TestRunningMeanStd:
@@ -81,7 +85,7 @@ class TestRunningStatsFunctions:
         for x in xs:
             ema_update_(loc, sq, count, x, x * x, 1, 1.0)
         torch.testing.assert_close(loc, xs.mean(0))
-        mean, std = ema_loc_scale(loc, sq, count, 1.0, 1e-4)
+        _, std = ema_loc_scale(loc, sq, count, 1.0, 1e-4)
         torch.testing.assert_close(std, xs.var(0, unbiased=False).sqrt())
 
     def test_ema_with_decay_by_hand(self):

@@ -1,4 +1,5 @@
 import doctest
+import multiprocessing as mp
 import time
 
 import numpy as np
@@ -6,12 +7,16 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from torchrl.envs import ParallelEnv, PendulumEnv, SerialEnv, TransformedEnv, check_env_specs
-from torchrl.envs.transforms import ObservationNorm, VecNormV2
-from torchrl.envs.transforms import _vecnorm_v2 as vecnorm_v2_module
-
 from test.envs.transforms._group_env import AgentsEnv
 from test.envs.transforms.contract import GroupContract, TransformContract
+from torchrl.envs import (
+    ParallelEnv,
+    PendulumEnv,
+    TransformedEnv,
+    check_env_specs,
+)
+from torchrl.envs.transforms import ObservationNorm, VecNormV2
+from torchrl.envs.transforms import _vecnorm_v2 as vecnorm_v2_module
 
 X = torch.tensor([[1.0, 2.0], [3.0, 5.0], [4.0, 0.0]])
 X2 = torch.tensor([[2.0, 2.0], [0.0, 1.0], [1.0, 1.0]])
@@ -25,8 +30,8 @@ def _step(t, value, batch=()):
     return t._step(TensorDict(batch_size=batch), TensorDict({"obs": value}, batch))["obs"]
 
 
-def _shared_factory(shared):
-    return TransformedEnv(PendulumEnv(seed=0), VecNormV2(in_keys=["observation"], decay=1.0, shared_data=shared))
+def _shared_factory(shared, lock):
+    return TransformedEnv(PendulumEnv(seed=0), VecNormV2(in_keys=["observation"], decay=1.0, shared_data=shared, lock=lock))
 
 
 class TestVecNormV2(TransformContract, GroupContract):
@@ -197,7 +202,8 @@ class TestVecNormV2(TransformContract, GroupContract):
             count=TensorDict(observation=torch.zeros((), dtype=torch.int64)),
         ).share_memory_()
         base.close()
-        env = ParallelEnv(2, lambda: _shared_factory(shared), mp_start_method="fork")
+        lock = mp.Lock()  # one lock for every worker: updates of the shared statistics do not interleave
+        env = ParallelEnv(2, lambda: _shared_factory(shared, lock), mp_start_method="fork")
         try:
             env.rollout(4, break_when_any_done=False)
         finally:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["ema_update_", "ema_loc_scale", "welford_merge_"]
+__all__ = ["ema_loc_scale", "ema_update_", "welford_merge_"]
 
 
 def ema_update_(

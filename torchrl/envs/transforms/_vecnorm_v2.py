@@ -4,7 +4,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import warnings
 from collections import OrderedDict
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from tensordict import TensorDict, TensorDictBase, unravel_key
@@ -313,12 +313,12 @@ class VecNormV2(Transform):
         return self._call(tensordict_reset, tolerant=True)  # rewards are absent after a reset
 
     # -- freezing, copies, export -------------------------------------------------------------------------
-    def freeze(self) -> "VecNormV2":
+    def freeze(self) -> VecNormV2:
         """Stops updating the statistics (normalization goes on); returns ``self``."""
         self.frozen = True
         return self
 
-    def unfreeze(self) -> "VecNormV2":
+    def unfreeze(self) -> VecNormV2:
         """Resumes updating the statistics; returns ``self``."""
         self.frozen = False
         return self
@@ -340,7 +340,7 @@ class VecNormV2(Transform):
         copy._stats = {key: list(stats) for key, stats in self._stats.items()}  # the same tensors
         return copy.freeze()
 
-    def clone(self) -> "VecNormV2":
+    def clone(self) -> VecNormV2:
         """A detached deep copy (own statistics); the lock is shared with the copy."""
         lock = self.lock
         self.lock = None
