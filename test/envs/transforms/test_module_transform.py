@@ -85,8 +85,10 @@ class TestModuleTransform(TransformContract):
         from_reward = TensorDictModule(lambda r: r * 10, in_keys=["reward"], out_keys=["reward10"])
         env = TransformedEnv(PendulumEnv(seed=0), ModuleTransform(module=from_reward))
         assert env.observation_spec["reward10"].shape == (1,)
+        check_env_specs(env, seed=0)
         data = env.rollout(2)
-        assert "reward10" not in data.keys()  # noqa: SIM118 - TensorDict.__contains__ refuses keys
+        assert data["reward10"][0].tolist() == [0.0]  # not computable at reset: zeros, as the spec says
+        assert data["reward10"][1] == data["next", "reward10"][0]  # then carried over like any observation
         torch.testing.assert_close(data["next", "reward10"], data["next", "reward"] * 10)
 
     def test_spec_transforms(self):

@@ -63,7 +63,9 @@ class ModuleTransform(Transform):
     ``observation_spec_transform``, the specs of the module's outputs are inferred once, when the env
     builds its specs: the module is run (without gradients) on zeros drawn from the observation, reward
     and done specs, and each output written outside the reward and done specs gets an
-    :class:`~torchrl.data.Unbounded` observation spec of the output's shape and dtype.
+    :class:`~torchrl.data.Unbounded` observation spec of the output's shape and dtype. The module runs on
+    resets too; when it reads entries a reset does not produce (e.g. the reward), the reset output holds
+    zeros for those inferred outputs.
 
     Keyword Args:
         module: the module to wrap. Exactly one of ``module`` and ``module_factory`` must be given.
@@ -147,6 +149,7 @@ class ModuleTransform(Transform):
         self._device = device
         self._ray_options = {k: options[k] for k in ("num_gpus", "num_cpus", "actor_name")}
         self._spec_edits = {name: options[name] for name in _SPEC_OPTIONS}
+        self._inferred: dict[NestedKey, TensorSpec] = {}  # out_key -> inferred spec (zeros at resets without inputs)
 
     # -- keys: those of the module ----------------------------------------------------------------------
     @property
@@ -219,8 +222,13 @@ class ModuleTransform(Transform):
         return self._call(tensordict)
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
-        # a module reading entries absent at reset (e.g. the reward) only runs on steps
-        if self.inverse or any(key not in tensordict_reset.keys(True) for key in self.in_keys):
+        if self.inverse:
+            return tensordict_reset
+        if any(key not in tensordict_reset.keys(True) for key in self.in_keys):
+            # a module reading entries absent at reset (e.g. the reward) only runs on steps; the reset output
+            # holds zeros for the outputs whose specs were inferred, so that it matches the specs
+            for key, spec in self._inferred.items():
+                tensordict_reset.set(key, spec.zero().to(tensordict_reset.device) if tensordict_reset.device else spec.zero())
             return tensordict_reset
         return self._run(tensordict_reset)
 
@@ -295,7 +303,9 @@ class ModuleTransform(Transform):
             value = result.get(key, None)
             if not isinstance(value, torch.Tensor):
                 continue
-            observation[key] = Unbounded(shape=value.shape, dtype=value.dtype, device=observation.device)
+            observation[key] = self._inferred[key] = Unbounded(
+                shape=value.shape, dtype=value.dtype, device=observation.device
+            )
 
     # -- placement ----------------------------------------------------------------------------------------
     def to(self, *args, **kwargs) -> ModuleTransform:
