@@ -3,6 +3,7 @@ import types
 
 import pytest
 import torch
+from tensordict import TensorDict
 from torch import nn
 
 from test.envs.transforms.contract import TransformContract
@@ -11,6 +12,7 @@ from torchrl.envs.transforms import EndOfLifeTransform
 from torchrl.envs.transforms import _end_of_life as module
 from torchrl.modules import QValueActor
 from torchrl.objectives import DQNLoss
+from torchrl.objectives.value import TD0Estimator
 from torchrl.testing import CountingEnv
 
 
@@ -117,8 +119,6 @@ class TestEndOfLifeTransform(TransformContract):
             EndOfLifeTransform(eol_attribute=3)
 
     def test_no_parent(self):
-        from tensordict import TensorDict
-
         with pytest.raises(RuntimeError, match="cannot be applied to stored data"):
             EndOfLifeTransform()(TensorDict(done=torch.zeros(1, dtype=torch.bool)))
 
@@ -130,6 +130,20 @@ class TestEndOfLifeTransform(TransformContract):
         loss.make_value_estimator()
         assert loss.value_estimator.tensor_keys.done == "end-of-life"
         assert loss.value_estimator.tensor_keys.terminated == "end-of-life"
+
+    def test_register_keys_value_estimator_stops_bootstrap(self):
+        # a lost life ends the bootstrap even though the env's done is False (same numbers as TorchRL 0.14.1)
+        est = TD0Estimator(gamma=0.5, value_network=None)
+        EndOfLifeTransform().register_keys(est)
+        td = TensorDict({
+            ("next", "reward"): torch.ones(3, 1),
+            ("next", "done"): torch.zeros(3, 1, dtype=torch.bool),
+            ("next", "terminated"): torch.zeros(3, 1, dtype=torch.bool),
+            ("next", "end-of-life"): torch.tensor([[False], [True], [False]]),
+            ("next", "state_value"): torch.full((3, 1), 4.0),
+            "state_value": torch.zeros(3, 1),
+        }, [3])
+        assert est.value_estimate(td).squeeze(-1).tolist() == [3.0, 1.0, 3.0]
 
     def test_register_keys_bad_object(self):
         with pytest.raises(TypeError, match="LossModule or a value estimator"):
