@@ -7,7 +7,7 @@ from tensordict import TensorDict
 
 from torchrl.data import LazyTensorStorage, ReplayBuffer, TensorDictReplayBuffer
 from torchrl.data.postprocs import MultiStep
-from torchrl.envs import Compose, ParallelEnv, PendulumEnv, SerialEnv, StepCounter
+from torchrl.envs import Compose, ParallelEnv, PendulumEnv, SerialEnv, StepCounter, TransformedEnv
 from torchrl.testing import get_default_devices
 from torchrl.envs.transforms import MultiStepTransform as Exported
 from torchrl.envs.transforms import _multi_step_transform as module
@@ -35,47 +35,58 @@ def _flat(td, key):
 
 class BufferOnlyContract(TransformContract):
     """The contract for transforms TorchRL refuses in environments: every env check asserts the refusal
-    (``refusal``: exception type and message), the buffer checks run as usual. Reused by the other
-    buffer-only trajectory transforms."""
+    (``refusal``: exception type and message, raised when the transformed env is built or, at the latest,
+    when it steps), the buffer checks run as usual. Reused by the other buffer-only trajectory transforms."""
 
     full_transitions = True
     refusal = (ValueError, _REFUSED)
 
-    def _refused(self, env):
-        error, match = self.refusal
+    def _refused(self, base, transform=None, error=None):
+        error = error or self.refusal[0]
         try:
-            with pytest.raises(error, match=match):
+            with pytest.raises(error, match=self.refusal[1]):
+                env = self.wrap(base, transform if transform is not None else self.make_transform())
                 env.rollout(self.steps)
         finally:
-            env.close(raise_if_closed=False)
+            base.close(raise_if_closed=False)
 
     def test_contract_single_env(self):
-        env = self.wrap(self.make_env(), self.make_transform())
-        env.reset()  # building and resetting work, as in TorchRL; stepping does not
-        self._refused(env)
+        self._refused(self.make_env())
 
     def test_contract_batched_env(self):
-        self._refused(self.wrap(self.make_env(batch_size=(3,)), self.make_transform()))
+        self._refused(self.make_env(batch_size=(3,)))
 
     def test_contract_in_compose(self):
-        self._refused(self.wrap(self.make_env(), Compose(StepCounter(), self.make_transform())))
+        self._refused(self.make_env(), Compose(StepCounter(), self.make_transform()))
 
     def test_contract_serial_env(self):
-        self._refused(self.wrap(SerialEnv(2, lambda: self.make_env()), self.make_transform()))
+        self._refused(SerialEnv(2, lambda: self.make_env()))
 
     def test_contract_parallel_env(self):
-        self._refused(self.wrap(ParallelEnv(2, self.make_env, mp_start_method="fork"), self.make_transform()))
+        self._refused(ParallelEnv(2, self.make_env, mp_start_method="fork"))
+
+    def test_contract_clone(self):
+        t = self.make_transform()
+        rb = ReplayBuffer(storage=LazyTensorStorage(10), transform=t)
+        copy = t.clone()
+        assert copy.container is None and t.container is rb.transform
+        assert type(copy) is type(t) and repr(copy) == repr(t)
 
     def test_contract_state_survives_worker_restart(self):
-        env = ParallelEnv(2, lambda: self.wrap(self.make_env(), self.make_transform()), mp_start_method="fork")
-        try:  # the workers report the refusal, wrapped in a RuntimeError naming the worker
-            with pytest.raises(RuntimeError, match=self.refusal[1]):
+        # the refusal comes from building the env (in the main process) or from a worker's step (wrapped in
+        # a RuntimeError naming the worker)
+        def run():
+            env = ParallelEnv(2, lambda: self.wrap(self.make_env(), self.make_transform()), mp_start_method="fork")
+            try:
                 env.rollout(self.steps)
-        finally:
-            env.close(raise_if_closed=False)
+            finally:
+                env.close(raise_if_closed=False)
+
+        with pytest.raises((RuntimeError, self.refusal[0]), match=self.refusal[1]):
+            run()
 
     def buffer_data(self):
-        return PendulumEnv(seed=0).rollout(6)
+        return self.replay_buffer_data()
 
     def test_contract_seeded_rollouts_match(self):
         # no rollout can run; the buffer path is deterministic: the same data give the same result
@@ -102,7 +113,10 @@ class BufferOnlyContract(TransformContract):
 
     @pytest.mark.parametrize("device", get_default_devices())
     def test_contract_env_to_device(self, device):
-        self._refused(self.wrap(self.make_env(), self.make_transform()).to(device))
+        t = self.make_transform().to(device)
+        for name, value in _tensors(t.state_dict()):
+            assert value.device == torch.device(device), f"{name} is on {value.device}, not {device}"
+        self._refused(self.make_env().to(device), t)
 
 
 class TestMultiStepTransform(BufferOnlyContract):
@@ -114,6 +128,12 @@ class TestMultiStepTransform(BufferOnlyContract):
     # -- known answers (TorchRL 0.14.1 on the same data) ------------------------------------------------
     def test_exported(self):
         assert Exported is MultiStepTransform
+
+    def test_env_builds_and_resets_but_refuses_steps(self):
+        env = TransformedEnv(PendulumEnv(seed=0), MultiStepTransform(2, 0.9))  # as in TorchRL
+        td = env.reset()
+        with pytest.raises(ValueError, match=_REFUSED):
+            env.step(td.set("action", torch.zeros(1)))
 
     def test_chunks_across_calls(self):
         td = _batch([8], [(4,)])
