@@ -16,6 +16,7 @@ from torchrl.envs import (
 )
 from torchrl.envs.transforms import MultiAction as ExportedMultiAction
 from torchrl.envs.transforms import _multi_action as ma_module
+from torchrl.envs.transforms._action_discretizer import ActionDiscretizer
 from torchrl.envs.transforms._action_scaling import ActionScaling
 from torchrl.envs.transforms._multi_action import MultiAction
 
@@ -142,6 +143,16 @@ class TestMultiAction(TransformContract):
         out = step(env, [0.0, 0.5, -1.0])
         assert out["next", "observation"].tolist() == [2.5]
         assert out["next", "reward"].squeeze(-1).tolist() == [10.0, 15.0, 0.0]
+
+    def test_later_inverse_maps_every_action(self):
+        # ActionDiscretizer after MultiAction: the chunk holds interval indices, each one mapped before its step
+        # (bounds [0, 2], 5 intervals: medians 0.2, 0.6, 1.0, 1.4, 1.8)
+        env = TransformedEnv(SumEnv(50.0), Compose(MultiAction(), ActionDiscretizer(5)))
+        assert env.action_spec.shape == (-1, 1) and env.rand_action()["action"].shape == (1, 1)
+        check_env_specs(env)
+        out = env.step(env.reset().set("action", torch.tensor([[0], [4], [2]])))
+        torch.testing.assert_close(out["next", "observation"], torch.tensor([3.0]))
+        torch.testing.assert_close(out["next", "reward"].squeeze(-1), torch.tensor([2.0, 18.0, 10.0]))
 
     def test_rollout_with_chunk_policy(self):
         env = TransformedEnv(SumEnv(5.0), Compose(MultiAction(), StepCounter()))

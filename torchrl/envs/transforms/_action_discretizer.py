@@ -26,7 +26,8 @@ class ActionDiscretizer(Transform):
     """Discretizes a bounded continuous action: the env is seen from outside with a discrete action.
 
     Each action dimension ``i`` (the last dim of the env's ``Bounded`` action spec) is cut into
-    ``num_intervals[i]`` equal intervals between its ``low`` and ``high`` bounds. The policy picks one
+    ``num_intervals[i]`` equal intervals between its ``low`` and ``high`` bounds (in a batched env, those
+    of the first sub-env, as TorchRL). The policy picks one
     interval per dimension, as a ``MultiCategorical`` index (``categorical=True``) or a ``MultiOneHot``
     vector (``categorical=False``), and the inverse transform writes the continuous value of that interval
     into ``action_key`` before the env steps: ``low + (high - low) * custom_arange(n)[index]``, where the
@@ -185,12 +186,17 @@ class ActionDiscretizer(Transform):
             raise ValueError(f"ActionDiscretizer: action {self.action_key!r} must have at least one dim, got shape ().")
         counts = self._counts(spec.shape[-1])
         self._build_intervals(spec, counts)
-        batch = spec.shape[:-1]
+        batch = [1 if s == -1 else s for s in spec.shape[:-1]]  # dynamic dims (e.g. a MultiAction chunk) stay so
         if self.categorical:
             nvec = torch.tensor(counts).expand(*batch, len(counts))
-            new = MultiCategorical(nvec, shape=spec.shape, device=spec.device, dtype=torch.int64, remove_singleton=False)
+            new = MultiCategorical(
+                nvec, shape=(*batch, len(counts)), device=spec.device, dtype=torch.int64, remove_singleton=False
+            )
         else:
             new = MultiOneHot(counts, shape=(*batch, sum(counts)), device=spec.device, dtype=torch.bool)
+        for d, size in enumerate(spec.shape[:-1]):
+            if size == -1:
+                new.make_neg_dim(d)
         out_path = _spec_path("full_action_spec", self.out_action_key)
         if out_path != path:
             del input_spec[path]
