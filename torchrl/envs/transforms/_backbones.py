@@ -268,7 +268,7 @@ class VisionTransformer(nn.Module):
 def resize_pos_embed(pos_embed: torch.Tensor, num_patches: int) -> torch.Tensor:
     """Bicubic resize of a ``(1, 1 + g*g, D)`` position embedding (class token first) to ``num_patches``."""
     cls, grid = pos_embed[:, :1], pos_embed[:, 1:]
-    old, new = int(math.isqrt(grid.shape[1])), int(math.isqrt(num_patches))
+    old, new = math.isqrt(grid.shape[1]), math.isqrt(num_patches)
     grid = grid.reshape(1, old, old, -1).permute(0, 3, 1, 2)
     grid = F.interpolate(grid, size=(new, new), mode="bicubic", align_corners=False)
     return torch.cat((cls, grid.permute(0, 2, 3, 1).reshape(1, new * new, -1)), dim=1)

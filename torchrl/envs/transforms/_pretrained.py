@@ -10,7 +10,7 @@ device and take every tensor from the checkpoint: a model is never left with ran
 from __future__ import annotations
 
 import os
-from typing import Callable, Sequence
+from typing import Callable, ClassVar, Sequence
 
 import torch
 from tensordict import TensorDictBase
@@ -299,7 +299,7 @@ class ResNetEncoderTransform(Compose):
     """
 
     _default_out_key = "vec"
-    _releases: dict = {}
+    _releases: ClassVar[dict] = {}
     _wrapper_key = ""
     _release_head: tuple[int, int] | None = None
 

@@ -71,12 +71,12 @@ class R3MTransform(ResNetEncoderTransform):
         self,
         model_name: str,
         in_keys: list[str],
-        out_keys: list[str] = None,
+        out_keys: list[str] | None = None,
         size: int = 244,
         stack_images: bool = True,
         download=False,
         download_path: str | None = None,
-        tensor_pixels_keys: list[str] = None,
+        tensor_pixels_keys: list[str] | None = None,
         requires_grad: bool = False,
     ) -> None:
         super().__init__(

@@ -61,13 +61,13 @@ class VIPTransform(ResNetEncoderTransform):
     def __init__(
         self,
         model_name: str,
-        in_keys: list[str] = None,
-        out_keys: list[str] = None,
+        in_keys: list[str] | None = None,
+        out_keys: list[str] | None = None,
         size: int = 244,
         stack_images: bool = True,
         download=False,
         download_path: str | None = None,
-        tensor_pixels_keys: list[str] = None,
+        tensor_pixels_keys: list[str] | None = None,
     ) -> None:
         super().__init__(
             model_name,
