@@ -218,7 +218,8 @@ class TestVecNormV2(TransformContract, GroupContract):
         assert t.in_keys == ["observation", "_vecnorm_count", "_vecnorm_loc", "_vecnorm_var"]
         env = TransformedEnv(PendulumEnv(seed=0), t)
         assert ("_vecnorm_loc", "observation") in env.observation_spec.keys(True, True)
-        assert env.observation_spec["_vecnorm_count", "observation"].dtype == torch.int64
+        count_spec = env.observation_spec["_vecnorm_count", "observation"]
+        assert count_spec.dtype == torch.int64 and count_spec.shape == (3,)  # one count per element, as TorchRL
         check_env_specs(env, seed=0)
         stateful = TransformedEnv(PendulumEnv(seed=0), VecNormV2(in_keys=["observation"], decay=1.0))
         env.set_seed(0)
@@ -228,7 +229,27 @@ class TestVecNormV2(TransformContract, GroupContract):
         torch.manual_seed(0)
         b = stateful.rollout(5, break_when_any_done=False)
         torch.testing.assert_close(a["next", "observation"], b["next", "observation"])  # same numbers
-        assert a["next", "_vecnorm_count", "observation"].tolist() == [2, 3, 4, 5, 6]
+        assert a["next", "_vecnorm_count", "observation"][:, 0].tolist() == [2, 3, 4, 5, 6]
+        raw = TransformedEnv(PendulumEnv(seed=0), VecNormV2(in_keys=["observation"], out_keys=["n"], decay=1.0))
+        raw.set_seed(0)
+        torch.manual_seed(0)
+        c = raw.rollout(5, break_when_any_done=False)
+        seen = torch.cat([c["observation"][:1], c["next", "observation"]])
+        torch.testing.assert_close(a["next", "_vecnorm_loc", "observation"][-1], seen.mean(0))  # decay 1: the mean
+
+    def test_stateless_known_answers(self):
+        # TorchRL 0.14.1 on the same input (decay 0.5, batch of 2): the same numbers as the stateful maths
+        t = VecNormV2(in_keys=["obs"], decay=0.5, stateful=False)
+        root = t._reset(TensorDict(batch_size=[2]), TensorDict(obs=torch.tensor([[1.0, 2.0], [3.0, 4.0]]), batch_size=[2]))
+        assert root["obs"].abs().max() == 0 and root["_vecnorm_count", "obs"].tolist() == [[1, 1], [1, 1]]
+        out = t._step(root, TensorDict(obs=torch.tensor([[3.0, 5.0], [0.0, 1.0]]), batch_size=[2]))
+        torch.testing.assert_close(out["obs"], torch.tensor([[0.4444, 0.4082], [-0.6667, -0.5774]]), atol=1e-4, rtol=0)
+        torch.testing.assert_close(out["_vecnorm_loc", "obs"], torch.tensor([[1.75, 3.0], [0.75, 1.5]]))
+        torch.testing.assert_close(out["_vecnorm_var", "obs"], torch.tensor([[4.75, 13.5], [2.25, 4.5]]))
+        assert root["_vecnorm_loc", "obs"].tolist() == [[0.5, 1.0], [1.5, 2.0]]  # the input's statistics are kept
+        t.freeze()
+        frozen = t._step(out.clone(), TensorDict(obs=torch.tensor([[3.0, 5.0], [0.0, 1.0]]), batch_size=[2]))
+        assert frozen["_vecnorm_count", "obs"].tolist() == [[2, 2], [2, 2]]
         assert dict(t.state_dict()) == {"_extra_state": {}}
 
     def test_stateless_errors(self):

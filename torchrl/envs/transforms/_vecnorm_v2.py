@@ -129,7 +129,7 @@ class VecNormV2(Transform):
         self.frozen = False
         self._cast_int_to_float = True
         self._pairs = tuple(zip(self._in_keys, self.out_keys))
-        # stateful: {in_key: [loc, var, count]}; stateless: {in_key: (stats shape, dtype, device, batch shape)}
+        # stateful: {in_key: [loc, var, count]}; stateless: {in_key: (stats shape, dtype, device)}
         self._stats: dict = {}
         if self.stateful:
             self.register_buffer("initialized", torch.tensor(False))
@@ -266,29 +266,25 @@ class VecNormV2(Transform):
                 if strict:
                     raise KeyError(f"VecNormV2: key {in_key!r} not found; available keys: {_available(target)}.")
                 if reset and layout is not None:  # e.g. a reward at reset: statistics start at zero
-                    shape, dtype, device, batch = layout
-                    for stat, s, d in (("loc", shape, dtype), ("var", shape, dtype), ("count", batch, torch.int64)):
-                        target.set(self._stat_key(stat, in_key), torch.zeros(s, dtype=d, device=device))
+                    shape, dtype, device = layout
+                    for stat, d in (("loc", dtype), ("var", dtype), ("count", torch.int64)):
+                        target.set(self._stat_key(stat, in_key), torch.zeros(shape, dtype=d, device=device))
                 continue
             x = value if value.is_floating_point() else value.to(torch.get_default_dtype())
             prev = None if source is None else [source.get(self._stat_key(s, in_key), None) for s in _STATS]
             if prev is None or any(p is None for p in prev):
-                batch = target.batch_size
                 loc, var = torch.zeros_like(x), torch.zeros_like(x)
-                count = torch.zeros(batch, dtype=torch.int64, device=x.device)
+                count = torch.zeros_like(x, dtype=torch.int64)  # one count per element, as TorchRL
             else:
                 loc, var, count = prev[0].to(x.dtype), prev[1].to(x.dtype), prev[2]
             if not self.frozen:
                 count = count + 1
-                view = count.reshape(count.shape + (1,) * (x.ndim - count.ndim)).to(x.dtype)
-                weight = 1.0 / view if decay == 1.0 else 1.0 - decay
+                weight = 1.0 / count.to(x.dtype) if decay == 1.0 else 1.0 - decay
                 loc = torch.lerp(loc, x, weight)
                 var = torch.lerp(var, x * x, weight)
-            else:
-                view = count.reshape(count.shape + (1,) * (x.ndim - count.ndim)).to(x.dtype)
             mean, spread = loc, torch.addcmul(var, loc, loc, value=-1)
             if decay != 1.0:
-                correction = (1.0 - torch.pow(decay, view)).clamp_min_(torch.finfo(x.dtype).tiny)
+                correction = (1.0 - torch.pow(decay, count.to(x.dtype))).clamp_min_(torch.finfo(x.dtype).tiny)
                 mean, spread = mean / correction, spread / correction
             target.set(out_key, (x - mean) / spread.clamp_min_(self.eps * self.eps).sqrt_())
             target.set(self._stat_key("loc", in_key), loc)
@@ -453,7 +449,7 @@ class VecNormV2(Transform):
                     shape = leaf.shape[batch:] if self.reduce_batch_dims else leaf.shape
                     self._new_stats(key, shape, leaf.dtype, leaf.device)
             else:
-                self._stats[key] = (leaf.shape, _float_dtype(leaf.dtype), leaf.device, obs.shape)
+                self._stats[key] = (leaf.shape, _float_dtype(leaf.dtype), leaf.device)
 
     def _normalized_leaf(self, spec: Composite, key: NestedKey, out_key: NestedKey) -> None:
         leaf: TensorSpec = spec[key]
@@ -488,7 +484,7 @@ class VecNormV2(Transform):
         dtype, device = _float_dtype(leaf.dtype), leaf.device
         observation_spec[self._stat_key("loc", key)] = Unbounded(shape=leaf.shape, dtype=dtype, device=device)
         observation_spec[self._stat_key("var", key)] = Unbounded(shape=leaf.shape, dtype=dtype, device=device)
-        observation_spec[self._stat_key("count", key)] = Unbounded(shape=observation_spec.shape, dtype=torch.int64, device=device)
+        observation_spec[self._stat_key("count", key)] = Unbounded(shape=leaf.shape, dtype=torch.int64, device=device)
 
     def __repr__(self) -> str:
         return (
