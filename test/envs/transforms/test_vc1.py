@@ -130,7 +130,8 @@ class TestVC1Transform(TransformContract):
         assert len(seen) == 1
 
     def test_default_is_the_untrained_test_model(self):
-        t = VC1Transform(None, None, "default")
+        with pytest.warns(UserWarning, match="untrained ViT, for tests"):
+            t = VC1Transform(None, None, "default")
         assert t.in_keys == ["pixels"] and t.out_keys == ["VC1_vec"] and t.weights_path is None
         assert t.embd_size == 16 and len(t.model.blocks) == 4
         assert isinstance(VC1Transform.make_noload_model(), VisionTransformer)
@@ -144,7 +145,7 @@ class TestVC1Transform(TransformContract):
         with pytest.raises(KeyError, match="image entry 'pixels' not found"):
             make_vc1()(TensorDict(other=torch.zeros(8, 6, 3)))
         with pytest.raises(ValueError, match="differ in length"):
-            VC1Transform(["a", "b"], ["VC1_vec"], "default")
+            VC1Transform(["a", "b"], ["VC1_vec"], vc1_checkpoint())
 
     def test_install_vc_models_is_not_needed(self, capsys):
         dirs = VC1Transform.install_vc_models(auto_exit=True)

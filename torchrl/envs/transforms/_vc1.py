@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import warnings
 
 import torch
 from tensordict import TensorDictBase
@@ -80,7 +81,8 @@ class VC1Transform(Transform):
     installed) or torch.hub's cache (``torch.hub.get_dir()/checkpoints``); a missing file is downloaded
     from ``https://dl.fbaipublicfiles.com/eai-vc/`` (as eai-vc does), and when that fails the error names
     the URL and the path where to place the file. ``model_name`` may also be the path of an MAE ViT
-    checkpoint file. ``"default"`` is TorchRL's small *untrained* ViT (width 16), meant for tests only.
+    checkpoint file. ``"default"`` is TorchRL's small *untrained* ViT (width 16), meant for tests only
+    (a ``UserWarning`` says so).
 
     Args:
         in_keys: image entries (default ``["pixels"]``).
@@ -96,7 +98,10 @@ class VC1Transform(Transform):
         >>> import torch
         >>> from tensordict import TensorDict
         >>> from torchrl.envs.transforms import VC1Transform
-        >>> t = VC1Transform(["pixels"], ["VC1_vec"], "default")  # untrained: for tests
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # "default" is untrained, and says so
+        ...     t = VC1Transform(["pixels"], ["VC1_vec"], "default")
         >>> out = t(TensorDict(pixels=torch.randint(0, 256, (2, 64, 64, 3), dtype=torch.uint8), batch_size=[2]))
         >>> out["VC1_vec"].shape, "pixels" in out
         (torch.Size([2, 16]), False)
@@ -126,6 +131,12 @@ class VC1Transform(Transform):
     def _load(self, model_name) -> tuple[VisionTransformer, int, str | None]:
         owner = type(self).__name__
         if model_name == "default":
+            warnings.warn(
+                "VC1Transform('default') is TorchRL's small untrained ViT, for tests: its embeddings are random "
+                "features. Use model_name='base' or 'large' for VC-1's pretrained weights.",
+                UserWarning,
+                stacklevel=3,
+            )
             return self.make_noload_model(), VIT_CONFIGS["vit_tiny_test_patch16"][0], None
         if model_name in _VC1_FILES:
             file = _VC1_FILES[model_name]
