@@ -3,9 +3,11 @@
 Weights are looked up, in order, in ``download_path`` (when given) and in torch.hub's checkpoint cache
 (``torch.hub.get_dir()/checkpoints``, i.e. ``$TORCH_HOME/hub/checkpoints``), under the file names the
 releases use (``r3m_18.pt``, VIP's ``model.pt``, torchvision's ``resnet18-f37072fd.pth``, VC-1's
-``vc1_vitb.pth``). A missing file is downloaded only when asked (``download=...``); when it cannot be,
-the error names the URL and the path where the file should be placed. Models are built on the ``meta``
-device and take every tensor from the checkpoint: a model is never left with random weights.
+``vc1_vitb.pth``). A missing file is downloaded only when asked (R3M/VIP's ``download=...``; VC-1 always
+tries, as eai-vc does); when it cannot be, the error names the URL and the path where the file should be
+placed. Models are built on the ``meta`` device and take every tensor from the checkpoint: a model is
+never left with random weights (only ``VC1Transform("default")``, TorchRL's untrained test model, is
+random, and it warns).
 """
 from __future__ import annotations
 
@@ -18,12 +20,12 @@ from tensordict.utils import NestedKey
 from torch import nn
 
 from torchrl.data.tensor_specs import Composite, TensorSpec, Unbounded
+from torchrl.envs.transforms._backbones import resnet
 from torchrl.envs.transforms._cat_tensors import CatTensors
 from torchrl.envs.transforms._compose import Compose
 from torchrl.envs.transforms._observation_norm import ObservationNorm
 from torchrl.envs.transforms._resize import Resize
 from torchrl.envs.transforms._to_tensor_image import ToTensorImage
-from torchrl.envs.transforms._backbones import resnet
 from torchrl.envs.transforms._transform import Transform, _key_list
 
 __all__ = []
