@@ -59,8 +59,7 @@ class TestVC1Transform(TransformContract):
     def make_transform(self):
         return make_vc1()
 
-    def test_contract_to_device(self):
-        # .to("meta") then .to("cpu") cannot bring weights back from "meta"; check to()'s bookkeeping instead
+    def test_to_records_device_and_dtype(self):
         t = make_vc1()
         t.to(torch.float64)
         assert t.dtype is torch.float64 and t.model.cls_token.dtype is torch.float64
