@@ -19,7 +19,7 @@ from test.envs.transforms._pixel_env import PixelEnv
 from test.envs.transforms.contract import TransformContract
 from test.envs.transforms.test_backbones import r3m_checkpoint, resnet_state_dict, weights_dir
 
-SIZE = 32  # small images keep the ResNet cheap
+SIZE = 16  # small images keep the ResNet cheap (layer3 and layer4 then see 1x1 maps)
 
 
 @pytest.fixture(autouse=True, scope="module")
