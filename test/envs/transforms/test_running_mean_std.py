@@ -8,6 +8,7 @@ from torchrl.envs.transforms import _running_mean_std as rms_module
 from torchrl.envs.transforms._running_mean_std import RunningMeanStd
 from torchrl.envs.transforms._running_stats import (
     ema_loc_scale,
+    ema_normalize,
     ema_update_,
     welford_merge_,
 )
@@ -103,6 +104,19 @@ class TestRunningStatsFunctions:
         zero = torch.zeros(())
         mean, std = ema_loc_scale(zero, zero, torch.zeros((), dtype=torch.long), 0.9, 0.1)
         assert mean.item() == 0.0 and std.item() == pytest.approx(0.1)
+
+    @pytest.mark.parametrize("decay", [1.0, 0.9, 0.0])
+    def test_ema_normalize_matches_loc_scale(self, decay):
+        g = torch.Generator().manual_seed(0)
+        loc, sq, count = torch.zeros(4), torch.zeros(4), torch.zeros((), dtype=torch.long)
+        x = torch.randn(4, generator=g)
+        # before any sample (a frozen transform): finite, the mean is 0 and the std eps
+        torch.testing.assert_close(ema_normalize(x, loc, sq, count, decay, 0.5, False), x / 0.5)
+        for _ in range(3):
+            x = torch.randn(4, generator=g)
+            ema_update_(loc, sq, count, x, x * x, 1, decay)
+            mean, std = ema_loc_scale(loc, sq, count, decay, 1e-4)
+            torch.testing.assert_close(ema_normalize(x, loc, sq, count, decay, 1e-4, True), (x - mean) / std)
 
     def test_welford_merge_by_hand(self):
         # running {1, 3} (mean 2, var 1, n 2) + batch {5} (mean 5, var 0): {1, 3, 5}: mean 3, var 8/3

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["ema_loc_scale", "ema_update_", "welford_merge_"]
+__all__ = ["ema_loc_scale", "ema_normalize", "ema_update_", "welford_merge_"]
 
 
 def ema_update_(
@@ -55,6 +55,23 @@ def ema_loc_scale(
         loc = loc / correction
         var = var / correction
     return loc, var.clamp_min_(eps * eps).sqrt_()
+
+
+def ema_normalize(
+    x: torch.Tensor, loc: torch.Tensor, sq: torch.Tensor, count: torch.Tensor, decay: float, eps: float, seen: bool
+) -> torch.Tensor:
+    """``(x - mean) / std`` with :func:`ema_loc_scale`'s mean and std, in fewer kernels (the per-step path).
+
+    ``seen`` says that ``count >= 1`` (the moments were just updated), so the bias correction is positive.
+    """
+    var = torch.addcmul(sq, loc, loc, value=-1)
+    if decay == 1.0:
+        return (x - loc) / var.clamp_min_(eps * eps).sqrt_()
+    correction = torch.pow(decay, count).neg_().add_(1)  # 1 - decay^count (in place: no scalar-tensor wrap)
+    if not seen:
+        correction.clamp_min_(torch.finfo(correction.dtype).tiny)
+    centered = torch.addcdiv(x, loc, correction, value=-1)  # x - loc / c
+    return centered / var.div_(correction).clamp_min_(eps * eps).sqrt_()
 
 
 def welford_merge_(

@@ -15,7 +15,7 @@ from torchrl.data.tensor_specs import Composite, TensorSpec, Unbounded
 from torchrl.envs._done import as_tuple
 from torchrl.envs.transforms._compose import Compose
 from torchrl.envs.transforms._observation_norm import ObservationNorm
-from torchrl.envs.transforms._running_stats import ema_loc_scale, ema_update_
+from torchrl.envs.transforms._running_stats import ema_loc_scale, ema_normalize, ema_update_
 from torchrl.envs.transforms._transform import Transform
 
 __all__ = ["VecNormV2"]
@@ -232,8 +232,7 @@ class VecNormV2(Transform):
                         f"{tuple(loc.shape)} (one per batch element; use reduce_batch_dims=True to share them)."
                     )
                 ema_update_(loc, var, count, x, x * x, 1, self.decay)
-        mean, std = ema_loc_scale(loc, var, count, self.decay, self.eps)
-        return (x - mean) / std
+        return ema_normalize(x, loc, var, count, self.decay, self.eps, not self.frozen)
 
     def _call(self, next_tensordict: TensorDictBase, tolerant: bool = False) -> TensorDictBase:
         strict = not (tolerant or self._missing_tolerance)
