@@ -120,7 +120,7 @@ class TestRNDTransform(TransformContract):
         assert set(env.full_reward_spec.keys()) == {"reward", "bonus"}
         check_env_specs(env, seed=0)
         data = env.rollout(4)
-        assert data["next", "bonus"].shape == (4, 1) and "bonus" not in data.keys()  # no bonus at reset
+        assert data["next", "bonus"].shape == (4, 1) and "bonus" not in data  # no bonus at reset
         env = TransformedEnv(PendulumEnv(batch_size=(2,), seed=0), RNDTransform(*_nets()))
         assert env.full_reward_spec["intrinsic_reward"].shape == (2, 1)
         assert env.rollout(3)["next", "intrinsic_reward"].shape == (2, 3, 1)

@@ -15,7 +15,11 @@ from torchrl.data.tensor_specs import Composite, TensorSpec, Unbounded
 from torchrl.envs._done import as_tuple
 from torchrl.envs.transforms._compose import Compose
 from torchrl.envs.transforms._observation_norm import ObservationNorm
-from torchrl.envs.transforms._running_stats import ema_loc_scale, ema_normalize, ema_update_
+from torchrl.envs.transforms._running_stats import (
+    ema_loc_scale,
+    ema_normalize,
+    ema_update_,
+)
 from torchrl.envs.transforms._transform import Transform
 
 __all__ = ["VecNormV2"]
