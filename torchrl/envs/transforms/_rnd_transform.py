@@ -106,7 +106,7 @@ class RNDTransform(Transform):
         return self._reward_rms
 
     # -- data ---------------------------------------------------------------------------------------------
-    def intrinsic_reward(self, obs: torch.Tensor, batch_dims: int) -> torch.Tensor:
+    def _intrinsic_reward(self, obs: torch.Tensor, batch_dims: int) -> torch.Tensor:
         """The (normalized, clipped) bonus of ``obs``, shape ``(*obs.shape[:batch_dims], 1)``; updates the statistics."""
         with torch.no_grad():
             x = obs if obs.is_floating_point() else obs.to(torch.get_default_dtype())
@@ -137,7 +137,7 @@ class RNDTransform(Transform):
                 f"RNDTransform: key {in_key!r} not found; available keys: "
                 f"{sorted(map(str, next_tensordict.keys(include_nested=True, leaves_only=True)))}."
             )
-        fast_set(next_tensordict, self.out_keys[0], self.intrinsic_reward(obs, next_tensordict.batch_dims))
+        fast_set(next_tensordict, self.out_keys[0], self._intrinsic_reward(obs, next_tensordict.batch_dims))
         return next_tensordict
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
