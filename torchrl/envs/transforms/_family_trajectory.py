@@ -2,6 +2,13 @@
 from torchrl.envs.transforms._burn_in_transform import BurnInTransform
 from torchrl.envs.transforms._multi_step_transform import MultiStepTransform
 from torchrl.envs.transforms._random_crop_tensor_dict import RandomCropTensorDict
+from torchrl.envs.transforms._random_truncation_transform import RandomTruncationTransform
 from torchrl.envs.transforms._reward2go_transform import Reward2GoTransform
 
-__all__: list[str] = ["BurnInTransform", "MultiStepTransform", "RandomCropTensorDict", "Reward2GoTransform"]
+__all__: list[str] = [
+    "BurnInTransform",
+    "MultiStepTransform",
+    "RandomCropTensorDict",
+    "RandomTruncationTransform",
+    "Reward2GoTransform",
+]
