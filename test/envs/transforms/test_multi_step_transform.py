@@ -8,10 +8,10 @@ from tensordict import TensorDict
 from torchrl.data import LazyTensorStorage, ReplayBuffer, TensorDictReplayBuffer
 from torchrl.data.postprocs import MultiStep
 from torchrl.envs import Compose, ParallelEnv, PendulumEnv, SerialEnv, StepCounter, TransformedEnv
-from torchrl.testing import get_default_devices
 from torchrl.envs.transforms import MultiStepTransform as Exported
 from torchrl.envs.transforms import _multi_step_transform as module
 from torchrl.envs.transforms._multi_step_transform import MultiStepTransform
+from torchrl.testing import get_default_devices
 
 from test.envs.transforms.contract import TransformContract, _tensors, assert_states_equal
 
@@ -214,7 +214,7 @@ class TestMultiStepTransform(BufferOnlyContract):
         assert written.shape == (3, 9)
         expected = MultiStep(gamma=0.8, n_steps=3)(data)[:, :9]
         for key in expected.keys(True, True):
-            torch.testing.assert_close(written[key], expected[key], msg=lambda m: f"{key}: {m}")
+            torch.testing.assert_close(written[key], expected[key], msg=lambda m, key=key: f"{key}: {m}")
 
     def test_replay_buffer_extend(self):
         data = _batch([10], [(5,)])
