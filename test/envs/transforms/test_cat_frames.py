@@ -6,12 +6,26 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from torchrl.data import Bounded, LazyTensorStorage, ReplayBuffer, SliceSampler, TensorDictReplayBuffer
-from torchrl.envs import CatFrames, Compose, GrayScale, Resize, SerialEnv, ToTensorImage, TransformedEnv, check_env_specs
-from torchrl.testing import CountingEnv, NestedCountingEnv
-
 from test.envs.transforms._pixel_env import PixelEnv
 from test.envs.transforms.contract import TransformContract
+from torchrl.data import (
+    Bounded,
+    LazyTensorStorage,
+    ReplayBuffer,
+    SliceSampler,
+    TensorDictReplayBuffer,
+)
+from torchrl.envs import (
+    CatFrames,
+    Compose,
+    GrayScale,
+    Resize,
+    SerialEnv,
+    ToTensorImage,
+    TransformedEnv,
+    check_env_specs,
+)
+from torchrl.testing import CountingEnv, NestedCountingEnv
 
 
 class _Pattern:
@@ -275,7 +289,7 @@ class TestCatFrames(TransformContract):
         data = _two_trajectories()
         data["stack"] = torch.zeros(7, 3)
         rb.extend(data)
-        assert "stack" not in rb.storage[:7].keys()  # stacks are not stored
+        assert "stack" not in rb.storage[:7]  # stacks are not stored
         torch.manual_seed(0)
         out = rb.sample()
         assert out.batch_size == (4,)

@@ -6,10 +6,9 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from test.envs.transforms.contract import TransformContract
 from torchrl.envs import PendulumEnv, TimeMaxPool, TransformedEnv
 from torchrl.testing import CountingEnv
-
-from test.envs.transforms.contract import TransformContract
 
 
 class _Pattern:

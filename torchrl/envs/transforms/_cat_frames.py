@@ -1,7 +1,8 @@
 """``CatFrames``: stacks the last ``N`` observations along a feature dim (in an env, or offline on trajectories)."""
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
 import torch
 from tensordict import TensorDictBase
@@ -11,7 +12,11 @@ from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Composite, TensorSpec, Unbounded
 from torchrl.envs._done import as_tuple, from_tuple
 from torchrl.envs.transforms._groups import restart_where_reset
+from torchrl.envs.transforms._spec_edit import key_pairs
 from torchrl.envs.transforms._transform import ObservationTransform, Transform
+
+if TYPE_CHECKING:  # replay buffers sit above environments in the import order
+    from torchrl.data.replay_buffers.samplers.slice import SliceSampler
 
 __all__ = ["CatFrames"]
 
@@ -79,7 +84,7 @@ def _gather(src: torch.Tensor, lead: torch.Size, index: torch.Tensor) -> torch.T
     rows = lead.numel()
     S = src.shape[len(lead)]
     feat = src.shape[len(lead) + 1 :]
-    flat = src.reshape(rows * S, *feat)
+    flat = src.reshape(rows * S, -1)  # one row per frame: index_select copies whole rows
     offsets = (torch.arange(rows, device=index.device) * S).view(rows, 1, 1)
     idx = index.reshape(rows, *index.shape[-2:]) + offsets
     out = flat.index_select(0, idx.reshape(-1))
@@ -97,8 +102,8 @@ def _grow_spec(spec: TensorSpec, dim: int, N: int) -> TensorSpec:
         params = {k: (torch.cat([v] * N, d) if v is not None else None) for k, v in spec._params().items()}
         try:
             return spec._rebuild(torch.Size(shape), params)
-        except Exception:  # a kind whose params do not follow its shape: describe the values by dtype only
-            pass
+        except (ValueError, RuntimeError, TypeError, IndexError):
+            pass  # a kind whose params do not follow its shape: describe the values by dtype only
     return Unbounded(shape=shape, dtype=spec.dtype, device=spec.device)
 
 
@@ -191,10 +196,10 @@ class CatFrames(ObservationTransform):
         self._done_key = done_key
         self.future = bool(future)
         self.mask_key = mask_key
-        # one rolling stack per in_key: non-persistent buffers, so that .to(device) moves them and state dicts
-        # stay empty (the stacks are per-episode state, rebuilt at the next reset)
-        for i in range(len(self.in_keys)):
-            self.register_buffer(f"_stack_{i}", None, persistent=False)
+        # the last stack returned per in_key: per-episode state, rebuilt at each reset, so kept out of the state
+        # dict; a plain list (not module buffers) that each step updates without nn.Module's attribute hooks
+        self._stacks: list[torch.Tensor | None] = [None] * len(self.in_keys)
+        self._env_cache: tuple | None = None
 
     # -- keys -------------------------------------------------------------------------------------------------
     @property
@@ -227,10 +232,17 @@ class CatFrames(ObservationTransform):
         self._done_key = value
 
     # -- env path ---------------------------------------------------------------------------------------------
-    def _env_pairs(self):
-        for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
-            if as_tuple(in_key)[0] != "next":  # ("next", ...) keys only exist in stored transitions
-                yield i, in_key, out_key
+    def _env_pairs(self) -> tuple:
+        """``(index, in_key, out_key)`` of the keys an env step carries, cached until the key lists change."""
+        pairs = key_pairs(self)
+        cached = self._env_cache
+        if cached is None or cached[0] is not pairs:
+            if len(self._stacks) != len(pairs):
+                self._stacks = [None] * len(pairs)
+            # ("next", ...) keys only exist in stored transitions
+            env_pairs = tuple((i, k, o) for i, (k, o) in enumerate(pairs) if as_tuple(k)[0] != "next")
+            cached = self._env_cache = (pairs, env_pairs)
+        return cached[1]
 
     def _check_env_use(self) -> None:
         if self.as_inverse:
@@ -265,13 +277,13 @@ class CatFrames(ObservationTransform):
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         """One env step: each stack drops its oldest frame and takes the new one."""
         self._check_env_use()
-        N, dim = self.N, self.dim
+        N, dim, stacks = self.N, self.dim, self._stacks
         for i, in_key, out_key in self._env_pairs():
             frame = fast_get(next_tensordict, in_key)
             if frame is None:
                 self._missing(in_key, next_tensordict)
                 continue
-            stack = getattr(self, f"_stack_{i}")
+            stack = stacks[i]
             d = frame.shape[dim]
             if stack is None or stack.shape[dim] != N * d or stack.shape[:dim] != frame.shape[:dim] \
                     or stack.device != frame.device:
@@ -280,25 +292,24 @@ class CatFrames(ObservationTransform):
                 stack = torch.cat((stack.narrow(dim, d, (N - 1) * d), frame), dim)
             else:
                 stack = frame
-            setattr(self, f"_stack_{i}", stack)
+            stacks[i] = stack
             fast_set(next_tensordict, out_key, stack)
         return next_tensordict
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         """Restarts the stacks of the reset rows; the other rows keep theirs."""
         self._check_env_use()
-        reset_key = self.reset_key
+        reset_key, stacks = self.reset_key, self._stacks
         for i, in_key, out_key in self._env_pairs():
             frame = fast_get(tensordict_reset, in_key)
             if frame is None:
                 self._missing(in_key, tensordict_reset)
                 continue
             fresh = self._fresh(frame)
-            previous = getattr(self, f"_stack_{i}")
+            previous = stacks[i]
             if previous is not None and (previous.shape != fresh.shape or previous.device != fresh.device):
                 previous = None
-            stack = restart_where_reset(tensordict, reset_key, previous, fresh)
-            setattr(self, f"_stack_{i}", stack)
+            stack = stacks[i] = restart_where_reset(tensordict, reset_key, previous, fresh)
             fast_set(tensordict_reset, out_key, stack)
         return tensordict_reset
 
@@ -386,7 +397,7 @@ class CatFrames(ObservationTransform):
             tensordict.set(self.mask_key, mask.squeeze(len(lead)) if last_only else mask.clone())
         return tensordict
 
-    def make_rb_transform_and_sampler(self, batch_size: int, **sampler_kwargs) -> tuple[Transform, "SliceSampler"]:  # noqa: F821
+    def make_rb_transform_and_sampler(self, batch_size: int, **sampler_kwargs) -> tuple[Transform, SliceSampler]:
         """A replay-buffer transform and sampler that stack frames at sampling time (frames are stored once).
 
         The sampler draws ``batch_size`` slices of ``N`` consecutive steps (``SliceSampler`` options go in

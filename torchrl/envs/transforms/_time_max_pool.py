@@ -1,7 +1,7 @@
 """``TimeMaxPool``: the element-wise maximum of each observation over the last ``T`` env steps."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from tensordict import TensorDictBase
@@ -10,6 +10,7 @@ from tensordict.utils import NestedKey
 from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Composite, TensorSpec
 from torchrl.envs.transforms._groups import restart_where_reset
+from torchrl.envs.transforms._spec_edit import key_pairs
 from torchrl.envs.transforms._transform import Transform
 
 __all__ = ["TimeMaxPool"]
@@ -63,9 +64,9 @@ class TimeMaxPool(Transform):
         self._check_keys()
         self.T = int(T)
         self._reset_key = reset_key
-        # one window per in_key, values stacked on a new last dim: non-persistent buffers (per-episode state)
-        for i in range(len(self.in_keys)):
-            self.register_buffer(f"_window_{i}", None, persistent=False)
+        # one window per in_key (values stacked on a new last dim): per-episode state, rebuilt at each reset and
+        # kept out of the state dict; a plain list that each step updates without nn.Module's attribute hooks
+        self._windows: list[torch.Tensor | None] = [None] * len(self.in_keys)
 
     @property
     def reset_key(self) -> NestedKey:
@@ -94,6 +95,12 @@ class TimeMaxPool(Transform):
                 f"{sorted(map(str, tensordict.keys(include_nested=True, leaves_only=True)))}."
             )
 
+    def _state(self, pairs: tuple) -> list:
+        """The windows list, resized (emptied) when the key lists changed length."""
+        if len(self._windows) != len(pairs):
+            self._windows = [None] * len(pairs)
+        return self._windows
+
     def _fresh(self, value: torch.Tensor) -> torch.Tensor:
         """The window of a new episode: ``T - 1`` zeros, then ``value``."""
         zeros = torch.zeros((*value.shape, self.T - 1), dtype=value.dtype, device=value.device)
@@ -101,34 +108,35 @@ class TimeMaxPool(Transform):
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         """One env step: each window drops its oldest value and takes the new one; writes the maxima."""
-        for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
+        windows = self._state(pairs := key_pairs(self))
+        for i, (in_key, out_key) in enumerate(pairs):
             value = fast_get(next_tensordict, in_key)
             if value is None:
                 self._missing(in_key, next_tensordict)
                 continue
-            window = getattr(self, f"_window_{i}")
+            window = windows[i]
             if window is None or window.shape[:-1] != value.shape or window.device != value.device:
                 window = self._fresh(value)  # no reset seen for this shape: the episode starts here
             else:
                 window = torch.cat((window[..., 1:], value.unsqueeze(-1)), -1)
-            setattr(self, f"_window_{i}", window)
+            windows[i] = window
             fast_set(next_tensordict, out_key, window.amax(-1))
         return next_tensordict
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         """Restarts the windows of the reset rows; the other rows keep theirs."""
         reset_key = self.reset_key
-        for i, (in_key, out_key) in enumerate(zip(self.in_keys, self.out_keys)):
+        windows = self._state(pairs := key_pairs(self))
+        for i, (in_key, out_key) in enumerate(pairs):
             value = fast_get(tensordict_reset, in_key)
             if value is None:
                 self._missing(in_key, tensordict_reset)
                 continue
             fresh = self._fresh(value)
-            previous = getattr(self, f"_window_{i}")
+            previous = windows[i]
             if previous is not None and (previous.shape != fresh.shape or previous.device != fresh.device):
                 previous = None
-            window = restart_where_reset(tensordict, reset_key, previous, fresh)
-            setattr(self, f"_window_{i}", window)
+            window = windows[i] = restart_where_reset(tensordict, reset_key, previous, fresh)
             fast_set(tensordict_reset, out_key, window.amax(-1))
         return tensordict_reset
 
