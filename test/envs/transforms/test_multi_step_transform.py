@@ -5,6 +5,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from torchrl.collectors import Collector
 from torchrl.data import LazyTensorStorage, ReplayBuffer, TensorDictReplayBuffer
 from torchrl.data.postprocs import MultiStep
 from torchrl.envs import Compose, ParallelEnv, PendulumEnv, SerialEnv, StepCounter, TransformedEnv
@@ -240,6 +241,21 @@ class TestMultiStepTransform(BufferOnlyContract):
         expected = both["next", "reward"][3:6] + 0.99 * both["next", "reward"][4:7] + 0.99**2 * both["next", "reward"][5:8]
         torch.testing.assert_close(stored["next", "reward"][3:6], expected)
         torch.testing.assert_close(stored["next", "th"], both["next", "th"][2:11])
+
+    def test_collector_batches_into_a_buffer(self):
+        collector = Collector(PendulumEnv(seed=0), None, frames_per_batch=6, total_frames=12,
+                              postproc=MultiStepTransform(2, 0.5))  # as a postproc: identity, as in TorchRL
+        rb = ReplayBuffer(storage=LazyTensorStorage(100), transform=MultiStepTransform(2, 0.5))
+        sizes = []
+        try:
+            for batch in collector:
+                assert batch.shape == (6,) and "steps_to_next_obs" not in batch.keys()
+                rb.extend(batch)
+                sizes.append(len(rb))
+        finally:
+            collector.shutdown()
+        assert sizes == [4, 10]  # the windows span the batches: 2 frames wait each time
+        assert (rb[:10]["steps_to_next_obs"] == 2).all()
 
     def test_forward_is_identity(self):
         td = _batch([4], [])
