@@ -10,7 +10,11 @@ from test.envs.transforms._pixel_env import PixelEnv
 from test.envs.transforms.contract import TransformContract
 from torchrl.data import (
     Bounded,
+    Categorical,
+    Composite,
     LazyTensorStorage,
+    MultiOneHot,
+    OneHot,
     ReplayBuffer,
     SliceSampler,
     TensorDictReplayBuffer,
@@ -122,6 +126,16 @@ class TestCatFrames(TransformContract):
         out = CatFrames(N=3, dim=-1, in_keys=["x"]).transform_observation_spec(spec)
         assert out.shape == (6,)
         assert out.space.low.tolist() == [0.0, -1.0] * 3 and out.space.high.tolist() == [1.0, 2.0] * 3
+
+    def test_discrete_specs(self):
+        t = CatFrames(N=3, dim=-1, in_keys=["a", "b", "c"])
+        spec = Composite(a=OneHot(4), b=Categorical(5, shape=(2,)), c=Bounded(0, 1, shape=(2, 2), dtype=torch.uint8))
+        out = t.transform_observation_spec(spec)
+        # three one-hot vectors side by side (TorchRL keeps a OneHot of n=4 with 12 values)
+        assert isinstance(out["a"], MultiOneHot) and out["a"].nvec == [4, 4, 4]
+        assert out["a"].is_in(torch.cat([OneHot(4).rand()] * 3))
+        assert isinstance(out["b"], Categorical) and out["b"].shape == (6,) and out["b"].n == 5  # TorchRL
+        assert out["c"].shape == (2, 6) and out["c"].dtype == torch.uint8  # TorchRL
 
     def test_serial_env_partial_reset(self):
         env = TransformedEnv(

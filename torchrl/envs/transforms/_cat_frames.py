@@ -9,7 +9,13 @@ from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
 from torchrl._fast import fast_get, fast_set
-from torchrl.data.tensor_specs import Composite, TensorSpec, Unbounded
+from torchrl.data.tensor_specs import (
+    Composite,
+    MultiOneHot,
+    OneHot,
+    TensorSpec,
+    Unbounded,
+)
 from torchrl.envs._done import as_tuple, from_tuple
 from torchrl.envs.transforms._groups import restart_where_reset
 from torchrl.envs.transforms._spec_edit import key_pairs
@@ -98,6 +104,9 @@ def _grow_spec(spec: TensorSpec, dim: int, N: int) -> TensorSpec:
         raise ValueError(f"CatFrames: dim={dim} is out of range for an observation spec of shape {spec.shape}.")
     shape[dim] *= N
     d = len(shape) + dim
+    if dim == -1 and isinstance(spec, (OneHot, MultiOneHot)):  # N one-hot vectors side by side
+        nvec = [spec.n] if isinstance(spec, OneHot) else list(spec.nvec)
+        return MultiOneHot(nvec * N, shape=shape, device=spec.device, dtype=spec.dtype)
     if d < len(shape) - getattr(spec, "_feature_ndim", 0):  # a dim the spec's per-element params share
         params = {k: (torch.cat([v] * N, d) if v is not None else None) for k, v in spec._params().items()}
         try:
