@@ -123,7 +123,8 @@ class CatFrames(ObservationTransform):
     frame and appends the new one (one ``torch.cat``). A reset restarts the stack of the reset rows only (the
     ``"_reset"`` mask of batched envs): with ``padding="same"`` the stack is filled with copies of the first
     frame, with ``padding="constant"`` with ``padding_value`` followed by the first frame. The observation
-    spec at each ``out_key`` grows ``N`` times along ``dim``.
+    spec at each ``out_key`` grows ``N`` times along ``dim``. The stack written at a step is also the one the next
+    step starts from (no copy is made): transforms placed after ``CatFrames`` must not edit it in place.
 
     **Offline** (``transform(tensordict)``, e.g. as a replay-buffer transform), the last batch dim of the data is
     time: every step gets the stack of the ``N`` frames that end at it, built with one gather, so frames are
@@ -286,16 +287,18 @@ class CatFrames(ObservationTransform):
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         """One env step: each stack drops its oldest frame and takes the new one."""
         self._check_env_use()
+        pairs = self._env_pairs()  # (first: it resizes the stacks list when the keys changed)
         N, dim, stacks = self.N, self.dim, self._stacks
-        for i, in_key, out_key in self._env_pairs():
+        for i, in_key, out_key in pairs:
             frame = fast_get(next_tensordict, in_key)
             if frame is None:
                 self._missing(in_key, next_tensordict)
                 continue
             stack = stacks[i]
-            d = frame.shape[dim]
-            if stack is None or stack.shape[dim] != N * d or stack.shape[:dim] != frame.shape[:dim] \
-                    or stack.device != frame.device:
+            shape = frame.shape
+            d = shape[dim]
+            if stack is None or stack.shape[dim] != N * d or stack.shape[:dim] != shape[:dim] \
+                    or (dim < -1 and stack.shape[dim + 1 :] != shape[dim + 1 :]) or stack.device != frame.device:
                 stack = self._fresh(frame)  # no reset seen for this shape: the episode starts here
             elif N > 1:
                 stack = torch.cat((stack.narrow(dim, d, (N - 1) * d), frame), dim)
@@ -308,8 +311,9 @@ class CatFrames(ObservationTransform):
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
         """Restarts the stacks of the reset rows; the other rows keep theirs."""
         self._check_env_use()
+        pairs = self._env_pairs()
         reset_key, stacks = self.reset_key, self._stacks
-        for i, in_key, out_key in self._env_pairs():
+        for i, in_key, out_key in pairs:
             frame = fast_get(tensordict_reset, in_key)
             if frame is None:
                 self._missing(in_key, tensordict_reset)
