@@ -2,6 +2,8 @@
 
 Expected values marked "TorchRL" were produced by TorchRL 0.14.1 on the same inputs.
 """
+import functools
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -23,6 +25,7 @@ from torchrl.envs import (
     CatFrames,
     Compose,
     GrayScale,
+    ParallelEnv,
     Resize,
     SerialEnv,
     ToTensorImage,
@@ -144,6 +147,19 @@ class TestCatFrames(TransformContract):
         )
         data = env.rollout(4, _Pattern([[1], [1]]), break_when_any_done=False)
         env.close()
+        assert data["next", "stack"].tolist() == [  # TorchRL
+            [[0, 1], [1, 2], [0, 1], [1, 2]], [[0, 1], [1, 2], [2, 3], [3, 4]]
+        ]
+
+    def test_parallel_env_partial_reset(self):
+        env = TransformedEnv(
+            ParallelEnv(2, [functools.partial(CountingEnv, max_steps=m) for m in (1, 3)], mp_start_method="fork"),
+            CatFrames(N=2, dim=-1, in_keys=["observation"], out_keys=["stack"]),
+        )
+        try:
+            data = env.rollout(4, _Pattern([[1], [1]]), break_when_any_done=False)
+        finally:
+            env.close(raise_if_closed=False)
         assert data["next", "stack"].tolist() == [  # TorchRL
             [[0, 1], [1, 2], [0, 1], [1, 2]], [[0, 1], [1, 2], [2, 3], [3, 4]]
         ]
