@@ -5,7 +5,7 @@ import torch
 from tensordict import TensorDict
 
 from torchrl.data import Binary, Categorical, Composite, OneHot, Unbounded
-from torchrl.envs import EnvBase, PendulumEnv, StepCounter, TransformedEnv
+from torchrl.envs import Compose, EnvBase, PendulumEnv, StepCounter, TensorDictPrimer, TransformedEnv
 from torchrl.envs.transforms import _action_mask as action_mask
 from torchrl.envs.transforms._action_mask import ActionMask
 
@@ -166,19 +166,20 @@ class TestActionMask(TransformContract):
         assert env.full_action_spec["agent", "action"].mask.tolist() == [True, False, True]
 
     def test_requires_a_finite_action_spec(self):
-        env = TransformedEnv(PendulumEnv(), ActionMask())
+        with pytest.raises(KeyError, match="ActionMask: in_key .action_mask. is not produced by the env PendulumEnv"):
+            TransformedEnv(PendulumEnv(), ActionMask())
+        primer = TensorDictPrimer(action_mask=Binary(4, dtype=torch.bool), default_value=True)
+        env = TransformedEnv(PendulumEnv(), Compose(primer, ActionMask()))
         with pytest.raises(ValueError, match="the action spec at 'action' is BoundedContinuous; masking needs a finite spec"):
             env.reset()
 
     def test_missing_mask_key(self):
-        env = TransformedEnv(MaskedEnv(), ActionMask(mask_key="nope"))
-        with pytest.raises(KeyError, match="ActionMask: mask key 'nope' not found"):
-            env.reset()
+        with pytest.raises(KeyError, match="ActionMask: in_key .nope. is not produced by the env MaskedEnv"):
+            TransformedEnv(MaskedEnv(), ActionMask(mask_key="nope"))
 
     def test_missing_action_key(self):
-        env = TransformedEnv(MaskedEnv(), ActionMask(action_key="nope"))
-        with pytest.raises(KeyError, match="ActionMask: action key 'nope' not in the env's action spec"):
-            env.reset()
+        with pytest.raises(KeyError, match="ActionMask: in_key .nope. is not produced by the env MaskedEnv"):
+            TransformedEnv(MaskedEnv(), ActionMask(action_key="nope"))
 
     def test_standalone_use_raises(self):
         with pytest.raises(RuntimeError, match="cannot be applied to stored data"):

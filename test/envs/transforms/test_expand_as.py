@@ -58,9 +58,8 @@ class TestExpandAs(TransformContract):
             ExpandAs("r", "obs")(td)
         with pytest.raises(KeyError, match="'missing' not found"):
             ExpandAs("missing", "obs")(td)
-        env = TransformedEnv(PendulumEnv(), ExpandAs("reward", "nope"))
-        with pytest.raises(KeyError, match="'nope' is not an output"):
-            env.output_spec
+        with pytest.raises(KeyError, match="'nope' is not an output"):  # (when the transform is attached)
+            TransformedEnv(PendulumEnv(), ExpandAs("reward", "nope"))
 
 
 def test_doctests():

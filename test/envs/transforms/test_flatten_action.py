@@ -93,9 +93,8 @@ class TestFlattenAction(TransformContract):
             FlattenAction().inv(TensorDict(action=torch.zeros(6)))
         with pytest.raises(RuntimeError, match="expected 6"):
             FlattenAction(action_shape=(2, 3)).inv(TensorDict(action=torch.zeros(5)))
-        env = TransformedEnv(MatrixActionEnv(), FlattenAction(in_keys_inv=["other"]))
-        with pytest.raises(KeyError, match="not in the env's action spec"):
-            env.action_spec
+        with pytest.raises(KeyError, match="not in the env's action spec"):  # (when the transform is attached)
+            TransformedEnv(MatrixActionEnv(), FlattenAction(in_keys_inv=["other"]))
 
     def test_repr(self):
         assert repr(FlattenAction()) == (

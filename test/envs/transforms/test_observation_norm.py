@@ -57,9 +57,10 @@ class TestObservationNorm(TransformContract):
             ObservationNorm(loc=1.0, scale=2.0, in_keys_inv=["action"])
 
     def test_missing_key_raises_on_data(self):
-        # as TorchRL: the specs leave an absent in_key alone; the data path raises KeyError on it
-        env = TransformedEnv(PendulumEnv(), ObservationNorm(loc=1.0, scale=2.0, in_keys=["pixels"]))
-        assert "pixels" not in env.observation_spec.keys()
+        # an absent in_key fails when the transform is attached to an env (TorchRL: at the first step), naming it;
+        # on data, the call raises KeyError on it
+        with pytest.raises(KeyError, match=r"ObservationNorm: in_key .pixels. is not produced by the env PendulumEnv"):
+            TransformedEnv(PendulumEnv(), ObservationNorm(loc=1.0, scale=2.0, in_keys=["pixels"]))
         with pytest.raises(KeyError, match=r"pixels.* not found"):
             ObservationNorm(loc=1.0, scale=2.0, in_keys=["pixels"])(TensorDict(observation=torch.zeros(3)))
 

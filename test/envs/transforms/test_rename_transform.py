@@ -114,12 +114,10 @@ class TestRenameTransform(TransformContract):
             RenameTransform([], [], in_keys_inv=["a"], out_keys_inv=["b", "c"])
 
     def test_unknown_key(self):
-        env = TransformedEnv(PendulumEnv(), RenameTransform(["nope"], ["x"]))
-        with pytest.raises(KeyError, match=r"RenameTransform: keys .*nope.* are not produced by the env"):
-            env.observation_spec
-        env = TransformedEnv(PendulumEnv(), RenameTransform([], [], in_keys_inv=["nope"], out_keys_inv=["x"]))
-        with pytest.raises(KeyError, match="input key .*nope.* is not an input of the env"):
-            env.full_action_spec
+        with pytest.raises(KeyError, match=r"RenameTransform: keys .*nope.* are not produced by the env"):  # (when the transform is attached)
+            TransformedEnv(PendulumEnv(), RenameTransform(["nope"], ["x"]))
+        with pytest.raises(KeyError, match="input key .*nope.* is not an input of the env"):  # (when the transform is attached)
+            TransformedEnv(PendulumEnv(), RenameTransform([], [], in_keys_inv=["nope"], out_keys_inv=["x"]))
 
     def test_missing_key_in_step_raises(self):
         t = RenameTransform(["a"], ["b"])

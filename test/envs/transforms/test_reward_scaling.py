@@ -54,9 +54,8 @@ class TestRewardScaling(TransformContract):
     def test_errors(self):
         with pytest.raises(ValueError, match="non-zero"):
             RewardScaling(loc=0.0, scale=0.0, standard_normal=True)
-        env = TransformedEnv(PendulumEnv(), RewardScaling(loc=0.0, scale=1.0, in_keys=["bonus"]))
-        with pytest.raises(KeyError, match="bonus.* is not a reward"):
-            env.full_reward_spec
+        with pytest.raises(KeyError, match="bonus.* is not a reward"):  # (when the transform is attached)
+            TransformedEnv(PendulumEnv(), RewardScaling(loc=0.0, scale=1.0, in_keys=["bonus"]))
         with pytest.raises(KeyError, match="reward.* not found"):
             RewardScaling(0.0, 1.0)(TensorDict(observation=torch.zeros(1)))
 

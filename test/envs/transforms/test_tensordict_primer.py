@@ -150,22 +150,19 @@ class TestTensorDictPrimer(TransformContract):
         assert env.observation_spec["h"].shape == (3, 2)
         env = TransformedEnv(PendulumEnv(batch_size=[3]), TensorDictPrimer(h=Unbounded((3, 2)), expand_specs=False))
         assert env.observation_spec["h"].shape == (3, 2)
-        env = TransformedEnv(PendulumEnv(batch_size=[3]), TensorDictPrimer(h=Unbounded((2,)), expand_specs=False))
         with pytest.raises(ValueError, match=r"primer 'h' has shape \(2,\), which does not start with the env's batch size"):
-            env.observation_spec
+            TransformedEnv(PendulumEnv(batch_size=[3]), TensorDictPrimer(h=Unbounded((2,)), expand_specs=False))
         # A per-sub-env spec whose shape happens to equal the batch size is still expanded by default.
         for expand in (None, True):
             env = TransformedEnv(PendulumEnv(batch_size=[3]), TensorDictPrimer(h=Unbounded((3,)), expand_specs=expand))
             assert env.observation_spec["h"].shape == (3, 3)
         wrong = Composite(h=Unbounded((2, 2)), shape=(2,))
-        env = TransformedEnv(PendulumEnv(batch_size=[3]), TensorDictPrimer(wrong))
         with pytest.raises(ValueError, match=r"primers Composite has batch shape \(2,\) but the env's batch size is \(3,\)"):
-            env.observation_spec
+            TransformedEnv(PendulumEnv(batch_size=[3]), TensorDictPrimer(wrong))
 
     def test_nested_primer_and_nested_reset_key(self):
-        env = TransformedEnv(TwoGroupEnv(), TensorDictPrimer(h=Unbounded((1,))))
         with pytest.raises(ValueError, match="several reset keys .*pass reset_key="):
-            env.observation_spec
+            TransformedEnv(TwoGroupEnv(), TensorDictPrimer(h=Unbounded((1,))))
         env = TransformedEnv(TwoGroupEnv(), TensorDictPrimer({("agents", "h"): Unbounded((2, 3))}, reset_key=("agents", "_reset")))
         check_env_specs(env)
         td = env.reset()

@@ -125,9 +125,8 @@ class TestTrajCounter(TransformContract):
     def test_errors(self):
         with pytest.raises(ValueError, match="repeats must be a positive integer"):
             TrajCounter(repeats=0)
-        env = TransformedEnv(PendulumEnv(), TrajCounter(("group", "traj_count")))
-        with pytest.raises(KeyError, match="must sit in a done group"):
-            env.observation_spec
+        with pytest.raises(KeyError, match="must sit in a done group"):  # (when the transform is attached)
+            TransformedEnv(PendulumEnv(), TrajCounter(("group", "traj_count")))
         with pytest.raises(RuntimeError, match="cannot be applied to stored data"):
             TrajCounter()(TensorDict())
 

@@ -41,6 +41,8 @@ class SuccessReward(Transform):
         [2.0, 0.0]
     """
 
+    _in_keys_are_env_keys = False  # the success entry may be read from the data without a spec (as TorchRL)
+
     def __init__(self, success_key: NestedKey = "success", reward_key: NestedKey = "reward", *, scale: float = 1.0) -> None:
         super().__init__(in_keys=[success_key], out_keys=[reward_key])
         self.success_key = self.in_keys[0]

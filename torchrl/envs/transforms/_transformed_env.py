@@ -10,6 +10,7 @@ from torchrl._utils._auto_unwrap import auto_unwrap_transformed_env
 from torchrl.data.tensor_specs import Composite
 from torchrl.envs._step_mdp import structure_copy
 from torchrl.envs.common import EnvBase, register_env_hook
+from torchrl.envs.transforms._append_checks import check_transform_keys
 from torchrl.envs.transforms._compose import Compose, _as_transform, _CallableTransform
 from torchrl.envs.transforms._transform import Transform
 
@@ -67,6 +68,19 @@ class TransformedEnv(EnvBase):
         self._cache_specs = cache_specs
         self._tcache = {}
         self._set_transform(transform)
+        self._check_transforms()
+
+    def _check_transforms(self) -> None:
+        """Builds the transformed specs now, so that a transform given a key, dtype or shape the env does not
+        produce fails when it is attached (naming the key), not inside the first step. Deferred while a transform
+        waits for its statistics (``initialized`` False, e.g. ``ObservationNorm`` before ``init_stats``)."""
+        flat = _flat(self.transform)
+        if any(getattr(t, "initialized", True) is False for t in flat):
+            return
+        cls = type(self)  # (through fget: a spec error that is an AttributeError must not become "no attribute")
+        cls.output_spec.fget(self)
+        cls.input_spec.fget(self)
+        check_transform_keys(self, flat)
 
     def _set_transform(self, transform: Transform) -> None:
         transform.set_container(self)
@@ -87,6 +101,7 @@ class TransformedEnv(EnvBase):
     def transform(self, transform: Transform) -> None:
         self._transform_ref._detach_container()
         self._set_transform(transform)
+        self._check_transforms()
 
     def _transforms_changed(self) -> None:
         self._tcache = {}
@@ -112,6 +127,7 @@ class TransformedEnv(EnvBase):
             current = Compose(current)
             self._set_transform(current)
         current.append(transform)
+        self._check_or_undo(current, len(current) - 1)
         return self
 
     def insert_transform(self, index: int, transform: Transform) -> "TransformedEnv":
@@ -123,7 +139,16 @@ class TransformedEnv(EnvBase):
             current = Compose(current)
             self._set_transform(current)
         current.insert(index, transform)
+        self._check_or_undo(current, index if index >= 0 else len(current) + index - 1)
         return self
+
+    def _check_or_undo(self, compose: Compose, index: int) -> None:
+        """``_check_transforms``; when it fails, the added transform is taken out again (the env stays usable)."""
+        try:
+            self._check_transforms()
+        except Exception:
+            compose.pop(index)
+            raise
 
     def _build_parent(self, before: list[Transform]) -> "TransformedEnv":
         return TransformedEnv(self.base_env, Compose(*[t.clone() for t in before]), auto_unwrap=False)

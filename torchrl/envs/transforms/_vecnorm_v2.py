@@ -444,7 +444,7 @@ class VecNormV2(Transform):
             if leaf is None or isinstance(leaf, Composite):
                 raise KeyError(
                     f"VecNormV2: in_key {key!r} is neither an observation nor a reward of the env; observations: "
-                    f"{_spec_keys(obs)}, rewards: {_spec_keys(rew)}."
+                    f"{', '.join(map(str, _spec_keys(obs)))}, rewards: {', '.join(map(str, _spec_keys(rew)))}."
                 )
             batch = len(obs.shape)
             if self.stateful:
