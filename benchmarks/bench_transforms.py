@@ -4,10 +4,12 @@ Three figures, each a ratio of best-of-``REPEATS`` times:
 
 - ``pixel_pipeline_vs_hand``: an env step through ``ToTensorImage -> Resize(84) -> GrayScale -> CatFrames(4)``
   on a batch of 8 uint8 210x160x3 frames, over the same base-env step followed by the same ops by hand
-  (permute, scale, bilinear interpolate, luma weights, rolling 4-frame stack). Target: <= 1.2.
+  (permute, scale, antialiased bilinear interpolate, luma weights, rolling 4-frame stack). Target: <= 1.2.
 - ``catframes_rb_hand_vs_ours``: a replay buffer holding ``FRAMES`` 84x84 uint8 frames (stored once) samples
   256 stacks of 4 frames through ``CatFrames.make_rb_transform_and_sampler``; the hand-written reference draws
-  256 valid slice starts and gathers ``storage[start + arange(4)]``. Ratio hand time / ours (target: >= 0.5).
+  256 valid slice starts and gathers ``storage[start + arange(4)]`` for the root and the ``("next", ...)``
+  frames (the two stacks the buffer returns) and the last step's done flag. Ratio hand time / ours
+  (target: >= 0.5).
   The storage's bytes per frame are reported (a stack of 4 stored per step would be 4x).
 - ``vecnormv2_vs_hand`` / ``observationnorm_vs_hand``: a batch-256 env step with the normalisation
   transform over the base step plus the same update and normalisation by hand. Target: <= 1.2.
@@ -110,7 +112,7 @@ def bench_pixels(small: bool) -> dict:
         for _ in range(steps):
             out = base.step(td)
             x = out.get(("next", "pixels")).permute(0, 3, 1, 2).float().div(255)
-            x = F.interpolate(x, size=(84, 84), mode="bilinear", align_corners=False)
+            x = F.interpolate(x, size=(84, 84), mode="bilinear", align_corners=False, antialias=True)  # (as Resize, TorchRL)
             gray = (x * weights).sum(-3, keepdim=True)
             stack = torch.cat([stack[:, 1:], gray], 1)
             out.set(("next", "pixels"), stack)
@@ -141,7 +143,8 @@ def bench_catframes_rb(small: bool) -> dict:
             batch_size=[n],
         ))
         del pixels, nxt
-    stored = storage._storage.get("pixels")
+    stored, stored_next = storage._storage.get("pixels"), storage._storage.get(("next", "pixels"))
+    stored_done = storage._storage.get(("next", "done"))
 
     offsets = torch.arange(4)
 
@@ -150,7 +153,10 @@ def bench_catframes_rb(small: bool) -> dict:
         t = torch.randint(0, n_traj, (batch,))
         s = torch.randint(0, traj_len - 3, (batch,))
         idx = (t * traj_len + s).unsqueeze(-1) + offsets
-        return stored[idx].flatten(1, 2)  # (batch, 4, 84, 84)
+        flat = idx.reshape(-1)
+        # what the buffer returns: the stacks at the slice's last step, root and next, and its done flag
+        return (stored.index_select(0, flat).view(batch, 4, 84, 84), stored_next.index_select(0, flat).view(batch, 4, 84, 84),
+                stored_done.index_select(0, idx[:, -1]))
 
     out = rb.sample()
     assert out.get("pixels").shape == (batch, 4, 84, 84), out.get("pixels").shape

@@ -328,3 +328,23 @@ class TestCatFrames(TransformContract):
         offsets = torch.tensor([-2.0, -1.0, 0.0])
         torch.testing.assert_close(out["stack"], out["obs"] + offsets)
         torch.testing.assert_close(out["next", "stack"], out["next", "obs"] + offsets)
+
+
+def test_rb_transform_reshapes_whole_slices_and_pads_slices_that_cross_an_episode_start():
+    # the buffer transform of make_rb_transform_and_sampler: a slice with no episode start inside is its own
+    # stack (a reshape); a slice crossing one takes the padded general path. Both agree with unfolding.
+    t = CatFrames(N=3, dim=-1, in_keys=["obs"], out_keys=["stack"], padding="constant", padding_value=-1)
+    transform, _ = t.make_rb_transform_and_sampler(batch_size=2)
+    obs = torch.tensor([[1.0], [2.0], [3.0], [11.0], [12.0], [13.0]])
+    done = torch.tensor([[False], [False], [False], [True], [False], [False]])  # slice 2 restarts at 12
+    data = TensorDict({"obs": obs, ("next", "obs"): obs + 0.5, ("next", "done"): done}, batch_size=[6])
+    out = transform(data.clone())
+    assert out["stack"].tolist() == [[1.0, 2.0, 3.0], [-1.0, 12.0, 13.0]]
+    # (the next stack of a restarted slice opens with the root frame of its first step, as the env's would)
+    assert out["next", "stack"].tolist() == [[1.5, 2.5, 3.5], [12.0, 12.5, 13.5]]
+    # whole slices only: the same answers as the general path on each slice
+    for row in range(2):
+        piece = data[3 * row : 3 * row + 3].clone()
+        general = CatFrames(N=3, dim=-1, in_keys=["obs", ("next", "obs")], out_keys=["stack", ("next", "stack")],
+                            padding="constant", padding_value=-1)._unfold(piece, last_only=True)
+        assert general["stack"].tolist() == out["stack"][row].tolist()

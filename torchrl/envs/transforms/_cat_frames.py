@@ -473,6 +473,19 @@ class _SliceFrameStack(Transform):
             )
         slices = tensordict.reshape(-1, N)
         out = slices[:, -1]
+        stacker = self.stacker
+        if not stacker.future and stacker.mask_key is None:
+            done = _done_along_time(slices, stacker.done_key, required=False)
+            if done is None or not bool(done[:, :-1].any()):
+                # no trajectory starts inside any slice (e.g. strict-length slices): each stack is its slice's
+                # frames as they are (for a ("next", key), its next frames): a reshape, no padding, no gather
+                for in_key, out_key in zip(stacker.in_keys, stacker.out_keys):
+                    values = slices.get(in_key, None)
+                    if values is None:
+                        stacker._missing(in_key, slices)
+                        continue
+                    out.set(out_key, _merge_frames(values.unsqueeze(1), 1, stacker.dim).squeeze(1))
+                return out
         stacked = self.stacker._unfold(slices.select(*self._read_keys(), strict=False), last_only=True)
         for key in self.stacker.out_keys:
             value = stacked.get(key, None)

@@ -225,6 +225,8 @@ class Layout:
     # ------------------------------------------------------------------ reads
     def gather(self, index: Any) -> TensorDict:
         """``storage[index]`` as a new ``TensorDict`` (one index op per leaf, no re-validation)."""
+        if type(index) is tuple and len(index) == 1:  # (slice samplers index as ``(idx,)``)
+            index = index[0]
         if type(index) is torch.Tensor and index.ndim == 1 and index.dtype == torch.long:
             # index_select is cheaper than advanced indexing for the common 1-d index
             gathered = [leaf.index_select(0, index) for leaf in self.leaves]
