@@ -26,7 +26,20 @@ ENV_TRANSFORMS = [
     "SqueezeTransform", "StepCounter", "Transform", "TransformedEnv", "UnsqueezeTransform", "VecNorm",
     "ActionMask", "AutoResetEnv", "AutoResetTransform", "ExcludeTransform", "FrameSkipTransform", "NoopResetEnv",
     "RenameTransform", "SelectTransform", "TensorDictPrimer", "TrajCounter",
+    # issue 20: the transform library
+    "ActionChunkTransform", "ActionDiscretizer", "ActionScaling", "BatchSizeTransform", "BinarizeReward",
+    "BurnInTransform", "CatFrames", "CenterCrop", "ConditionalPolicySwitch", "Crop", "DecodeVideoTransform",
+    "DiscreteActionProjection", "EndOfLifeTransform", "ExpandAs", "FiniteTensorDictCheck", "FlattenAction",
+    "FlattenObservation", "GrayScale", "Hash", "LineariseRewards", "MeanActionSelector", "ModuleTransform",
+    "MultiAction", "MultiStepTransform", "NextObservationDelta", "NextStateReconstructor", "PermuteTransform",
+    "PinMemoryTransform", "PolicyAgeFilter", "R3MTransform", "RNDTransform", "RandomCropTensorDict",
+    "RandomTruncationTransform", "RemoveEmptySpecs", "Resize", "Reward2GoTransform", "RunningMeanStd",
+    "SignTransform", "Stack", "SuccessReward", "TargetReturn", "TerminateTransform", "TimeMaxPool", "Timer",
+    "ToTensorImage", "UnaryTransform", "VC1Transform", "VIPRewardTransform", "VIPTransform", "VecGymEnvTransform",
+    "VecNormV2", "gSDENoise",
 ]
+# transforms TorchRL exports from torchrl.envs.transforms but not from torchrl.envs
+TRANSFORMS_ONLY = {"ModuleTransform", "NextStateReconstructor", "PolicyAgeFilter", "RNDTransform", "RunningMeanStd"}
 ENV_NAMES = [
     "EnvBase", "ExplorationType", "MarlGroupMapType", "PendulumEnv", "TicTacToeEnv", "check_env_specs",
     "check_marl_grouping", "exploration_type", "get_available_libraries", "make_composite_from_td",
@@ -90,7 +103,7 @@ SCOPE: dict[str, list[str] | str | tuple[str, list[str]]] = {
     "torchrl.data.replay_buffers.writers": ("all", RB_LATER),
     "torchrl.data.postprocs": "all",
     "torchrl.envs.transforms": ENV_TRANSFORMS,
-    "torchrl.envs": ENV_TRANSFORMS + ENV_NAMES,
+    "torchrl.envs": [n for n in ENV_TRANSFORMS if n not in TRANSFORMS_ONLY] + ENV_NAMES,
     "torchrl.testing": ["get_default_devices", "get_available_devices", "retry", "rand_reset"],
     "torchrl.testing.mocking_classes": [
         "CountingEnv", "NestedCountingEnv", "CountingEnvCountPolicy", "ContinuousActionVecMockEnv",
