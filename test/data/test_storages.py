@@ -439,3 +439,12 @@ def test_two_dim_buffer_reads_the_written_rows():
     rb = ReplayBuffer(storage=LazyTensorStorage(10, ndim=2))
     rb.extend(TensorDict({"a": torch.arange(6).reshape(2, 3)}, [2, 3]))
     assert rb[:]["a"].tolist() == [[0, 1, 2], [3, 4, 5]] and len(rb) == 6
+
+
+def test_entry_name_index_reads_the_written_rows():
+    # as TorchRL: storage["key"] / storage[("nested", "key")] is that entry over the rows written so far
+    storage = LazyTensorStorage(10)
+    data = TensorDict(a=torch.arange(4.0), b=TensorDict(c=torch.ones(4, 2), batch_size=[4]), batch_size=[4])
+    storage.set(torch.arange(4), data)
+    assert storage["a"].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert storage[("b", "c")].shape == (4, 2)

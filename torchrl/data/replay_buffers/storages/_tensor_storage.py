@@ -327,6 +327,9 @@ class TensorStorage(Storage):
         return index % n
 
     def __getitem__(self, index):
+        if isinstance(index, str) or (type(index) is tuple and index and all(isinstance(k, str) for k in index)):
+            # an entry name, as TorchRL: that entry over the written rows
+            return self._written_rows().get(index)
         if self.ndim == 1 and self.initialized and self._rows < self._capacity_rows and not isinstance(index, (int, slice, tuple)):
             t = torch.as_tensor(index)
             if t.dtype != torch.bool and t.numel():
