@@ -228,7 +228,8 @@ class BatchedEnvBase(EnvBase):
         self.consolidate = bool(consolidate)
         self.daemon = bool(daemon)
         self._layouts = None
-        self._last_reset = None
+        self._last_reset = None  # reset_out leaves of the last reset (full batch)
+        self._last_step = None  # step_out leaves of the last step, until the next reset
 
     @staticmethod
     def _collect_metadata(fns: list, kwargs: list) -> list[EnvMetaData]:
@@ -259,6 +260,12 @@ class BatchedEnvBase(EnvBase):
                 "reset_in": Layout([self.full_state_spec], n, extra=reset_masks),
                 "reset_out": Layout([self.full_observation_spec, self.full_done_spec, self.full_state_spec], n),
             }
+            step_keys = layouts["step_out"].keys
+            # (reset_out index, step_out index) of the leaves both carry: where a step's outputs stand in for
+            # a partial reset's rows left alone (see _own_latest)
+            self._reset_from_step = [
+                (j, step_keys.index(key)) for j, key in enumerate(layouts["reset_out"].keys) if key in step_keys
+            ]
             self._layouts = layouts
         return layouts
 
@@ -350,32 +357,55 @@ class BatchedEnvBase(EnvBase):
         leaves = self._reset_workers(tensordict, rows, kwargs)
         if len(rows) < n:
             keep = ~mask.to(torch.bool)
-            last = self._last_reset
+            own = None
             for j, key in enumerate(layout.keys):
                 leaf = leaves[j]
                 if leaf is None:
                     continue
                 current = fast_get(tensordict, key)
-                if current is None and last is not None:
-                    current = last[j]
+                if current is None or current.shape != leaf.shape or current.dtype != leaf.dtype:
+                    # absent, or an outer transform's entry under the same key (CatFrames or ToTensorImage
+                    # writing in place): this env's own latest values instead
+                    if own is None:
+                        own = self._own_latest(layout)
+                    current = own[j]
                 if current is not None:
                     leaf[keep] = current[keep].to(leaf.device)
         self._last_reset = leaves
+        self._last_step = None
         out = layout.build(leaves, self.batch_size, self.device)
         if self.share_individual_td:
             out = LazyStackedTensorDict.lazy_stack(list(out.unbind(0)), 0)
         return out
 
+    def _own_latest(self, layout: Layout) -> list[torch.Tensor | None]:
+        """Per ``reset_out`` leaf, the latest values this env produced: its last step's outputs (observations,
+        dones) since the last reset, else its last reset's outputs (``None`` where it has none)."""
+        last_reset, last_step = self._last_reset, self._last_step
+        out = list(last_reset) if last_reset is not None else [None] * len(layout)
+        if last_step is not None:
+            for j, i in self._reset_from_step:
+                out[j] = last_step[i]
+        return out
+
     def _reset_inputs(self, tensordict: TensorDictBase | None) -> list[torch.Tensor | None] | None:
-        """Reset inputs in the ``reset_in`` layout, reset masks fitted to their group's shape."""
+        """Reset inputs in the ``reset_in`` layout, reset masks fitted to their group's shape.
+
+        An entry whose shape differs from this env's spec is not this env's (an outer transform replaced it
+        in place) and is left out, as if absent."""
         if tensordict is None:
             return None
         layout = self._get_layouts()["reset_in"]
         leaves = layout.read(tensordict)
         reset_keys = set(self.reset_keys)
         for j, key in enumerate(layout.keys):
-            if key in reset_keys and leaves[j] is not None:
-                leaves[j] = _fit(leaves[j], layout.shapes[j])
+            leaf = leaves[j]
+            if leaf is None:
+                continue
+            if key in reset_keys:
+                leaves[j] = _fit(leaf, layout.shapes[j])
+            elif leaf.shape != layout.shapes[j]:
+                leaves[j] = None
         return leaves
 
     # -- seeding and remote attributes ---------------------------------------------------------------------

@@ -188,6 +188,7 @@ class ParallelEnv(BatchedEnvBase):
             leaves = [b.clone() for b in buffers["step_out"]]
         else:
             leaves = [b.to(cast, non_blocking=non_blocking) for b in buffers["step_out"]]
+        self._last_step = leaves
         return layouts["step_out"].build(leaves, self.batch_size, self.device)
 
     def _step_pickled(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -202,6 +203,7 @@ class ParallelEnv(BatchedEnvBase):
         out = torch.stack([pickle.loads(replies[i][1:]) for i in range(n)], 0)
         if self.device is not None and out.device != self.device:
             out = out.to(self.device)
+        self._last_step = self._layouts["step_out"].read(out)
         return out
 
     def _reset_workers(self, tensordict: TensorDictBase | None, rows: list[int], kwargs: dict) -> list:

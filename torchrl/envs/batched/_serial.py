@@ -103,7 +103,8 @@ class SerialEnv(BatchedEnvBase):
         sub, build = self._sub_batch, lin.build
         outs = [step(build([c[i] if c is not None else None for c in columns], sub)) for i, step in enumerate(self._step_fns)]
         lout = layouts["step_out"]
-        return lout.build(self._stack(lout, outs, "step"), self.batch_size, self.device)
+        leaves = self._last_step = self._stack(lout, outs, "step")
+        return lout.build(leaves, self.batch_size, self.device)
 
     def _reset_workers(self, tensordict: TensorDictBase | None, rows: list[int], kwargs: dict) -> list:
         layouts = self._layouts
