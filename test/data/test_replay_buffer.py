@@ -15,14 +15,17 @@ from torchrl.data import (
     LazyMemmapStorage,
     LazyStackStorage,
     LazyTensorStorage,
+    ListStorage,
     ReplayBuffer,
     RoundRobinWriter,
     SamplerWithoutReplacement,
     Sequence,
     SliceSampler,
+    TensorDictPrioritizedReplayBuffer,
     TensorDictReplayBuffer,
     traj,
 )
+from torchrl.envs.transforms import Transform
 from torchrl.data.replay_buffers import ConditionalUpdateResult, OfflineToOnlineReplayBuffer, prefill_replay_buffer
 
 
@@ -156,6 +159,78 @@ class TestTransforms:
         rb.extend(steps(20, done_every=10))
         sample = rb.sample().reshape(2, 5)
         assert (sample["steps_to_next_obs"] >= 1).all() and (sample["next", "reward"] > 1).any()
+
+
+class _KeepBack(Transform):
+    """An inverse that writes nothing: ``None`` (TorchRL's convention) or an empty batch (``td[:0]``)."""
+
+    def __init__(self, result):
+        super().__init__()
+        self.result = result
+
+    def _inv_call(self, td):
+        return None if self.result == "none" else td[..., :0]
+
+
+class TestInverseKeepsEverythingBack:
+    """An inverse transform that leaves no element: no write, an empty ``(0, storage.ndim)`` index (TorchRL 0.14.1
+    returns ``tensor([], size=(0, 1), dtype=torch.int64)`` and leaves ``len(rb) == write_count == 0``)."""
+
+    @pytest.mark.parametrize("result", ["none", "empty"])
+    @pytest.mark.parametrize("cls", [ReplayBuffer, TensorDictReplayBuffer, TensorDictPrioritizedReplayBuffer])
+    @pytest.mark.parametrize("ndim", [1, 2])
+    def test_extend_writes_nothing(self, cls, ndim, result):
+        kwargs = {"alpha": 0.7, "beta": 0.5} if cls is TensorDictPrioritizedReplayBuffer else {}
+        rb = cls(storage=LazyTensorStorage(10, ndim=ndim), transform=_KeepBack(result), **kwargs)
+        data = steps(4) if ndim == 1 else torch.stack([steps(4), steps(4)], 1)
+        data.set("td_error", torch.ones(data.shape))
+        index = rb.extend(data)  # an ndim=2 storage not yet written: no ZeroDivisionError
+        assert index.shape == (0, ndim) and index.dtype == torch.int64
+        assert len(rb) == 0 and rb.write_count == 0
+
+    @pytest.mark.parametrize("cls", [ReplayBuffer, TensorDictReplayBuffer])
+    def test_add_writes_nothing(self, cls):
+        rb = cls(storage=LazyTensorStorage(10), transform=_KeepBack("none"))
+        index = rb.add(steps(1)[0])
+        assert index.shape == (0, 1) and len(rb) == 0
+
+    def test_list_storage_and_plain_tensors(self):
+        rb = ReplayBuffer(storage=ListStorage(10), transform=_KeepBack("none"))
+        assert rb.extend(steps(3)).shape == (0, 1) and len(rb) == 0
+        rb = ReplayBuffer(storage=LazyTensorStorage(10), transform=_KeepBack("empty"))
+        assert rb.extend(torch.arange(5.0)).shape == (0, 1) and len(rb) == 0
+
+    def test_plain_callable_returning_none_still_writes(self):
+        # a plain callable's ``None`` means "changed in place": the data are written as they are
+        class InPlace:
+            def __call__(self, data):
+                return data
+
+            def inv(self, data):
+                data.mul_(2)
+
+        rb = ReplayBuffer(storage=LazyTensorStorage(10), transform=InPlace())
+        assert rb.extend(torch.ones(3)).tolist() == [0, 1, 2]
+        assert rb[:].tolist() == [2.0, 2.0, 2.0]
+
+    def test_empty_extend_without_transform_still_raises(self):
+        rb = ReplayBuffer(storage=LazyTensorStorage(10))
+        with pytest.raises(RuntimeError, match="expected at least one element"):
+            rb.extend(steps(0))
+
+    def test_replay_buffer_add_gives_the_inverse_a_time_dim(self):
+        # as TorchRL: ReplayBuffer.add unsqueezes a TensorDict at -1 for the inverse, TensorDictReplayBuffer not
+        seen = []
+
+        class Record(Transform):
+            def _inv_call(self, td):
+                seen.append(td.batch_size)
+                return td
+
+        ReplayBuffer(storage=LazyTensorStorage(10), transform=Record()).add(steps(1)[0])
+        TensorDictReplayBuffer(storage=LazyTensorStorage(10), transform=Record()).add(steps(1)[0])
+        ReplayBuffer(storage=LazyTensorStorage(10, ndim=2), transform=Record()).add(steps(4))
+        assert seen == [torch.Size([1]), torch.Size([]), torch.Size([4, 1])]
 
 
 class TestCompactObservations:

@@ -76,7 +76,28 @@ def apply_transform(transform, data: Any, inverse: bool) -> Any:
         return fn(data)
     batch = data.shape[:1] if isinstance(data, torch.Tensor) and data.ndim else []
     wrapped = TensorDict({"data": data}, batch_size=batch)
-    return fn(wrapped).get("data")
+    out = fn(wrapped)
+    return None if out is None else out.get("data")
+
+
+def nothing_to_write(data: Any) -> bool:
+    """Whether the inverse transforms left nothing to write: ``None`` or a batch with no element.
+
+    ``MultiStepTransform`` returns a zero-length batch (TorchRL's returns ``None``) while it waits for a full
+    window; the buffer then skips the write instead of handing the writer an empty batch.
+    """
+    if data is None:
+        return True
+    if is_tensor_collection(data):
+        return data.batch_dims > 0 and data.batch_size.numel() == 0
+    if isinstance(data, torch.Tensor):
+        return data.ndim > 0 and data.shape[0] == 0
+    return False
+
+
+def no_index(storage) -> torch.Tensor:
+    """The index a skipped write returns: an empty ``(0, storage.ndim)`` int64 tensor (as TorchRL)."""
+    return torch.zeros((0, storage.ndim), dtype=torch.long)
 
 
 def transpose_for_extend(data: Any, dim_extend: int) -> Any:

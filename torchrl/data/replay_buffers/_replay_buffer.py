@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
-from tensordict import NestedKey, TensorDictBase
+from tensordict import NestedKey, TensorDictBase, is_tensor_collection
 
 from torchrl._utils._deprecation import warn_once
 from torchrl.data.replay_buffers import _buffer_ops as ops
@@ -231,9 +231,12 @@ class ReplayBuffer(metaclass=_BufferMeta):
 
     # ---------------------------------------------------------------- writes
     def _inverse(self, data: Any) -> Any:
+        """The data to write after the inverse transforms; ``None`` when they left nothing to write."""
         transform = self._transform
         if transform is not None and transform.has_inverse:
             data = ops.apply_transform(transform, data, inverse=True)
+            if ops.nothing_to_write(data):
+                return None
         if self._compact is not None:
             data = self._compact.strip(data)
         return data
@@ -243,9 +246,25 @@ class ReplayBuffer(metaclass=_BufferMeta):
             if entity is not self:
                 entity.mark_update(index)
 
-    def add(self, data: Any) -> int:
-        """Writes one element; returns its index."""
-        data = self._inverse(data)
+    # ReplayBuffer.add hands a TensorDict to the inverse transforms with a trailing dim of 1 (as TorchRL, so
+    # that time-window transforms such as MultiStepTransform see one frame); TensorDictReplayBuffer does not.
+    _add_unsqueezes = True
+
+    def add(self, data: Any) -> int | torch.Tensor:
+        """Writes one element; returns its index.
+
+        When the inverse transforms leave nothing to write (``MultiStepTransform`` waiting for ``n_steps + 1``
+        frames), nothing is written and an empty ``(0, storage.ndim)`` index tensor is returned.
+        """
+        transform = self._transform
+        if self._add_unsqueezes and transform is not None and transform.has_inverse and is_tensor_collection(data):
+            data = self._inverse(data.unsqueeze(-1))
+            if data is not None and data.shape[-1] == 1:
+                data = data.squeeze(-1)
+        else:
+            data = self._inverse(data)
+        if data is None:
+            return ops.no_index(self._storage)
         with self._lock:
             index = self._writer.add(data)
             if index is not None:
@@ -259,6 +278,8 @@ class ReplayBuffer(metaclass=_BufferMeta):
             data = ops.transpose_for_extend(data, self._dim_extend)
         if self._transform is not None or self._compact is not None:
             data = self._inverse(data)
+            if data is None:  # the inverse transforms kept everything back (as TorchRL: no write)
+                return ops.no_index(self._storage)
         with self._lock:
             index = self._writer.extend(data)
             if index is not None and index.numel():

@@ -43,10 +43,13 @@ class TensorDictReplayBuffer(ReplayBuffer):
         super().__init__(**kwargs)
         self.priority_key = priority_key
 
+    _add_unsqueezes = False  # as TorchRL's: the inverse transforms see the element as given
+
     def add(self, data: TensorDictBase) -> int:
         index = super().add(data)
         if (
             index is not None
+            and not isinstance(index, torch.Tensor)  # an empty index: the inverse transforms kept it back
             and isinstance(self._sampler, PrioritizedSampler)
             and isinstance(data, TensorDictBase)
             and self.priority_key in data.keys(True)

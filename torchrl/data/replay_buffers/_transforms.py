@@ -32,6 +32,22 @@ def _apply_inv(fn: Any, data: Any) -> Any:
     return data if out is None else out
 
 
+def _inverse_or_drop(fn: Any, data: Any) -> Any:
+    """``fn.inv(data)`` on a write; ``None`` from a transform's inverse means "nothing to write" (as TorchRL).
+
+    Plain callables (wrapped in ``_CallableMember``) keep their rule: ``None`` means "changed in place".
+    """
+    if isinstance(fn, Transform) and not fn._has_inverse:
+        return data
+    inv = getattr(fn, "inv", None)
+    if inv is None:
+        return data
+    out = inv(data)
+    if out is None and not isinstance(fn, Transform):
+        return data
+    return out
+
+
 class _CallableMember(Transform):
     """A plain callable (or non-transform module) used as a buffer transform."""
 
@@ -127,7 +143,9 @@ class BufferTransform(Compose):
         if isinstance(data, TensorDictBase):
             data = data.copy()
         for t in reversed(self.transforms):
-            data = _apply_inv(t, data)
+            data = _inverse_or_drop(t, data)
+            if data is None:  # nothing to write (e.g. MultiStepTransform waiting for a full window)
+                return None
         return data
 
     @property
