@@ -19,7 +19,7 @@ import functools
 import pytest
 import torch
 
-from torchrl.data import LazyTensorStorage, TensorDictReplayBuffer
+from torchrl.data import LazyTensorStorage, ReplayBuffer, TensorDictReplayBuffer
 from torchrl.testing import get_default_devices
 from torchrl.envs import Compose, ParallelEnv, PendulumEnv, SerialEnv, StepCounter, TransformedEnv, check_env_specs
 
@@ -217,3 +217,91 @@ class GroupContract:
             self.check_group(env.rollout(4, break_when_any_done=False))
         finally:
             env.close(raise_if_closed=False)
+
+
+class BufferOnlyContract(TransformContract):
+    """The contract for transforms TorchRL refuses in environments: every env check asserts the refusal
+    (``refusal``: exception type and message, raised when the transformed env is built or, at the latest,
+    when it steps), the buffer checks run as usual. Subclassed by MultiStepTransform, Reward2GoTransform,
+    BurnInTransform and RandomCropTensorDict."""
+
+    full_transitions = True
+    #: ``(exception type, message pattern)`` of the refusal; every subclass sets it
+    refusal: tuple[type[Exception], str]
+
+    def _refused(self, base, transform=None, error=None):
+        error = error or self.refusal[0]
+        try:
+            with pytest.raises(error, match=self.refusal[1]):
+                env = self.wrap(base, transform if transform is not None else self.make_transform())
+                env.rollout(self.steps)
+        finally:
+            base.close(raise_if_closed=False)
+
+    def test_contract_single_env(self):
+        self._refused(self.make_env())
+
+    def test_contract_batched_env(self):
+        self._refused(self.make_env(batch_size=(3,)))
+
+    def test_contract_in_compose(self):
+        self._refused(self.make_env(), Compose(StepCounter(), self.make_transform()))
+
+    def test_contract_serial_env(self):
+        self._refused(SerialEnv(2, lambda: self.make_env()))
+
+    def test_contract_parallel_env(self):
+        self._refused(ParallelEnv(2, self.make_env, mp_start_method="fork"))
+
+    def test_contract_clone(self):
+        t = self.make_transform()
+        rb = ReplayBuffer(storage=LazyTensorStorage(10), transform=t)
+        copy = t.clone()
+        assert copy.container is None and t.container is rb.transform
+        assert type(copy) is type(t) and repr(copy) == repr(t)
+
+    def test_contract_state_survives_worker_restart(self):
+        # the refusal comes from building the env (in the main process) or from a worker's step (wrapped in
+        # a RuntimeError naming the worker)
+        def run():
+            env = ParallelEnv(2, lambda: self.wrap(self.make_env(), self.make_transform()), mp_start_method="fork")
+            try:
+                env.rollout(self.steps)
+            finally:
+                env.close(raise_if_closed=False)
+
+        with pytest.raises((RuntimeError, self.refusal[0]), match=self.refusal[1]):
+            run()
+
+    def buffer_data(self):
+        return self.replay_buffer_data()
+
+    def test_contract_seeded_rollouts_match(self):
+        # no rollout can run; the buffer path is deterministic: the same data give the same result
+        data = self.buffer_data()
+        torch.manual_seed(0)
+        a = self.make_transform().inv(data.clone())
+        torch.manual_seed(0)
+        b = self.make_transform().inv(data.clone())
+        assert (a == b).all()
+
+    def test_contract_state_dict_round_trip(self):
+        t = self.make_transform()
+        t.inv(self.buffer_data())
+        fresh = self.make_transform()
+        fresh.load_state_dict(t.state_dict())
+        assert_states_equal(fresh.state_dict(), t.state_dict())
+
+    def test_contract_to_device(self):
+        t = self.make_transform()
+        t.inv(self.buffer_data())
+        t.to("meta")
+        for name, value in _tensors(t.state_dict()):
+            assert value.device.type == "meta", f"{name} stayed on {value.device} after .to('meta')"
+
+    @pytest.mark.parametrize("device", get_default_devices())
+    def test_contract_env_to_device(self, device):
+        t = self.make_transform().to(device)
+        for name, value in _tensors(t.state_dict()):
+            assert value.device == torch.device(device), f"{name} is on {value.device}, not {device}"
+        self._refused(self.make_env().to(device), t)

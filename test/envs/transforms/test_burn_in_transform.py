@@ -12,7 +12,7 @@ from torchrl.envs.transforms import _burn_in_transform as module
 from torchrl.envs.transforms._burn_in_transform import BurnInTransform
 from torchrl.modules import GRUModule, LSTMModule, set_recurrent_mode
 
-from test.envs.transforms.test_multi_step_transform import BufferOnlyContract
+from test.envs.transforms.contract import BufferOnlyContract
 
 _REFUSED = "can only be appended to a ReplayBuffer"
 

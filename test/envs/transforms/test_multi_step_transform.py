@@ -8,13 +8,12 @@ from tensordict import TensorDict
 from torchrl.collectors import Collector
 from torchrl.data import LazyTensorStorage, ReplayBuffer, TensorDictReplayBuffer
 from torchrl.data.postprocs import MultiStep
-from torchrl.envs import Compose, ParallelEnv, PendulumEnv, SerialEnv, StepCounter, TransformedEnv
+from torchrl.envs import PendulumEnv, TransformedEnv
 from torchrl.envs.transforms import MultiStepTransform as Exported
 from torchrl.envs.transforms import _multi_step_transform as module
 from torchrl.envs.transforms._multi_step_transform import MultiStepTransform
-from torchrl.testing import get_default_devices
 
-from test.envs.transforms.contract import TransformContract, _tensors, assert_states_equal
+from test.envs.transforms.contract import BufferOnlyContract
 
 _REFUSED = "only an inverse transform and can be applied exclusively to replay buffers"
 
@@ -34,94 +33,10 @@ def _flat(td, key):
     return td.get(key).reshape(*td.shape, -1).squeeze(-1).tolist()
 
 
-class BufferOnlyContract(TransformContract):
-    """The contract for transforms TorchRL refuses in environments: every env check asserts the refusal
-    (``refusal``: exception type and message, raised when the transformed env is built or, at the latest,
-    when it steps), the buffer checks run as usual. Reused by the other buffer-only trajectory transforms."""
-
-    full_transitions = True
-    refusal = (ValueError, _REFUSED)
-
-    def _refused(self, base, transform=None, error=None):
-        error = error or self.refusal[0]
-        try:
-            with pytest.raises(error, match=self.refusal[1]):
-                env = self.wrap(base, transform if transform is not None else self.make_transform())
-                env.rollout(self.steps)
-        finally:
-            base.close(raise_if_closed=False)
-
-    def test_contract_single_env(self):
-        self._refused(self.make_env())
-
-    def test_contract_batched_env(self):
-        self._refused(self.make_env(batch_size=(3,)))
-
-    def test_contract_in_compose(self):
-        self._refused(self.make_env(), Compose(StepCounter(), self.make_transform()))
-
-    def test_contract_serial_env(self):
-        self._refused(SerialEnv(2, lambda: self.make_env()))
-
-    def test_contract_parallel_env(self):
-        self._refused(ParallelEnv(2, self.make_env, mp_start_method="fork"))
-
-    def test_contract_clone(self):
-        t = self.make_transform()
-        rb = ReplayBuffer(storage=LazyTensorStorage(10), transform=t)
-        copy = t.clone()
-        assert copy.container is None and t.container is rb.transform
-        assert type(copy) is type(t) and repr(copy) == repr(t)
-
-    def test_contract_state_survives_worker_restart(self):
-        # the refusal comes from building the env (in the main process) or from a worker's step (wrapped in
-        # a RuntimeError naming the worker)
-        def run():
-            env = ParallelEnv(2, lambda: self.wrap(self.make_env(), self.make_transform()), mp_start_method="fork")
-            try:
-                env.rollout(self.steps)
-            finally:
-                env.close(raise_if_closed=False)
-
-        with pytest.raises((RuntimeError, self.refusal[0]), match=self.refusal[1]):
-            run()
-
-    def buffer_data(self):
-        return self.replay_buffer_data()
-
-    def test_contract_seeded_rollouts_match(self):
-        # no rollout can run; the buffer path is deterministic: the same data give the same result
-        data = self.buffer_data()
-        torch.manual_seed(0)
-        a = self.make_transform().inv(data.clone())
-        torch.manual_seed(0)
-        b = self.make_transform().inv(data.clone())
-        assert (a == b).all()
-
-    def test_contract_state_dict_round_trip(self):
-        t = self.make_transform()
-        t.inv(self.buffer_data())
-        fresh = self.make_transform()
-        fresh.load_state_dict(t.state_dict())
-        assert_states_equal(fresh.state_dict(), t.state_dict())
-
-    def test_contract_to_device(self):
-        t = self.make_transform()
-        t.inv(self.buffer_data())
-        t.to("meta")
-        for name, value in _tensors(t.state_dict()):
-            assert value.device.type == "meta", f"{name} stayed on {value.device} after .to('meta')"
-
-    @pytest.mark.parametrize("device", get_default_devices())
-    def test_contract_env_to_device(self, device):
-        t = self.make_transform().to(device)
-        for name, value in _tensors(t.state_dict()):
-            assert value.device == torch.device(device), f"{name} is on {value.device}, not {device}"
-        self._refused(self.make_env().to(device), t)
-
-
 class TestMultiStepTransform(BufferOnlyContract):
     """A buffer-only transform: the env checks assert TorchRL's refusal instead."""
+
+    refusal = (ValueError, _REFUSED)
 
     def make_transform(self):
         return MultiStepTransform(2, 0.9)
@@ -227,6 +142,61 @@ class TestMultiStepTransform(BufferOnlyContract):
         assert stored["steps_to_next_obs"].tolist() == [2, 2, 2, 2, 2, 1, 2, 2]
         sample = rb.sample()  # sampled data pass through unchanged
         assert sample.batch_size == (4,) and "steps_to_next_obs" in sample.keys()
+
+    @pytest.mark.parametrize("cls", [ReplayBuffer, TensorDictReplayBuffer])
+    def test_buffer_waits_for_a_full_window(self, cls):
+        # 2 frames then 5, n_steps=3, gamma=0.9, rewards 1..7 (TorchRL 0.14.1 gives the same numbers):
+        # the first extend writes nothing and returns an empty index; the second writes frames 0..3, each
+        # R_t = r_t + 0.9 r_{t+1} + 0.81 r_{t+2}, e.g. R_0 = 1 + 1.8 + 2.43 = 5.23
+        data = _batch([7], [])
+        rb = cls(storage=LazyTensorStorage(10), transform=MultiStepTransform(n_steps=3, gamma=0.9))
+        index = rb.extend(data[:2])
+        assert index.shape == (0, 1) and index.dtype == torch.int64
+        assert len(rb) == 0 and rb.write_count == 0
+        assert rb.extend(data[2:]).tolist() == [0, 1, 2, 3]
+        assert len(rb) == 4 and rb.write_count == 4
+        stored = rb[:]
+        torch.testing.assert_close(
+            stored["next", "reward"].squeeze(-1), torch.tensor([5.23, 7.94, 10.65, 13.36]), rtol=0, atol=1e-5
+        )
+        assert _flat(stored, ("next", "original_reward")) == [1.0, 2.0, 3.0, 4.0]
+        assert stored["steps_to_next_obs"].tolist() == [3, 3, 3, 3]
+        assert _flat(stored, ("next", "observation")) == [3.0, 4.0, 5.0, 6.0]
+        torch.testing.assert_close(stored["gamma"].squeeze(-1), torch.full((4,), 0.729), rtol=0, atol=1e-6)
+
+    def test_buffer_window_stops_at_a_done(self):
+        # frame 2 terminates: R_1 = 2 + 0.9 * 3 = 4.7 and R_2 = 3 (TorchRL 0.14.1: same numbers)
+        data = _batch([7], [(2,)])
+        rb = ReplayBuffer(storage=LazyTensorStorage(10), transform=MultiStepTransform(n_steps=3, gamma=0.9))
+        assert rb.extend(data[:2]).numel() == 0
+        rb.extend(data[2:])
+        stored = rb[:]
+        torch.testing.assert_close(
+            stored["next", "reward"].squeeze(-1), torch.tensor([5.23, 4.7, 3.0, 13.36]), rtol=0, atol=1e-5
+        )
+        assert stored["steps_to_next_obs"].tolist() == [3, 2, 1, 3]
+        assert _flat(stored, ("next", "observation")) == [3.0, 3.0, 3.0, 6.0]
+
+    def test_buffer_add_frame_by_frame(self):
+        # ReplayBuffer.add hands the frame to the inverse with a time dim of 1 (as TorchRL): the first n_steps
+        # adds write nothing, then each add writes the frame n_steps back: R = r_t + 0.5 r_{t+1}
+        data = _batch([5], [])
+        rb = ReplayBuffer(storage=LazyTensorStorage(10), transform=MultiStepTransform(n_steps=2, gamma=0.5))
+        written = [rb.add(data[i]) for i in range(5)]
+        assert [w.shape for w in written[:2]] == [(0, 1), (0, 1)] and written[2:] == [0, 1, 2]
+        assert _flat(rb[:], ("next", "reward")) == [2.0, 3.5, 5.0]
+
+    def test_ndim2_storage_not_yet_written(self):
+        # an ndim=2 storage that holds nothing yet: the empty write is skipped (no ZeroDivisionError)
+        data = _batch([2, 7], [])
+        rb = ReplayBuffer(storage=LazyTensorStorage(20, ndim=2), transform=MultiStepTransform(n_steps=3, gamma=0.9))
+        assert rb.extend(data[:, :2]).shape == (0, 2) and len(rb) == 0
+        rb.extend(data[:, 2:])
+        assert len(rb) == 8
+        torch.testing.assert_close(
+            rb[:]["next", "reward"].squeeze(-1),
+            torch.tensor([[5.23, 7.94, 10.65, 13.36], [24.2, 26.91, 29.62, 32.33]]), rtol=0, atol=1e-4,
+        )
 
     def test_tensordict_replay_buffer_extend_rollouts(self):
         env = PendulumEnv(seed=0)

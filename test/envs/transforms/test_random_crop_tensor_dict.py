@@ -11,7 +11,7 @@ from torchrl.envs.transforms import RandomCropTensorDict as Exported
 from torchrl.envs.transforms import _random_crop_tensor_dict as module
 from torchrl.envs.transforms._random_crop_tensor_dict import RandomCropTensorDict
 
-from test.envs.transforms.test_multi_step_transform import BufferOnlyContract
+from test.envs.transforms.contract import BufferOnlyContract
 
 _REFUSED = "cannot run in an environment"
 

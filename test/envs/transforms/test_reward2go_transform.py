@@ -11,7 +11,7 @@ from torchrl.envs.transforms import Reward2GoTransform as Exported
 from torchrl.envs.transforms import _reward2go_transform as module
 from torchrl.envs.transforms._reward2go_transform import Reward2GoTransform
 
-from test.envs.transforms.test_multi_step_transform import BufferOnlyContract
+from test.envs.transforms.contract import BufferOnlyContract
 
 _REFUSED = "only an inverse transform and can only be applied to the replay buffer"
 
