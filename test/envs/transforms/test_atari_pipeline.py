@@ -84,7 +84,7 @@ def test_collector_buffer_and_dqn_update():
     collector = Collector(env, actor, frames_per_batch=16, total_frames=32, init_random_frames=16)
     # frames are stored once: the buffer stacks 4 of them at sampling time (TorchRL's make_rb_transform_and_sampler)
     rb_transform, sampler = CatFrames(N=4, dim=-3, in_keys=["pixels"]).make_rb_transform_and_sampler(
-        batch_size=4, traj_key=("collector", "traj_ids"), strict_length=False,
+        batch_size=4, traj_key=("collector", "traj_ids"), strict_length=True,
     )
     rb = TensorDictReplayBuffer(storage=LazyTensorStorage(64), sampler=sampler, batch_size=4, transform=rb_transform)
     loss = DQNLoss(actor, action_space=env.action_spec, delay_value=False)

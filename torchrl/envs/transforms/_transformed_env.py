@@ -12,6 +12,7 @@ from torchrl.envs._step_mdp import structure_copy
 from torchrl.envs.common import EnvBase, register_env_hook
 from torchrl.envs.transforms._append_checks import check_transform_keys
 from torchrl.envs.transforms._compose import Compose, _as_transform, _CallableTransform
+from torchrl.envs.transforms._partial_step import partial_step, remember_output
 from torchrl.envs.transforms._transform import Transform
 
 __all__ = ["TransformedEnv"]
@@ -228,7 +229,13 @@ class TransformedEnv(EnvBase):
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         transform = self._transform_ref
         # the inverse (on a copy of the input) only when some transform has one: a Compose knows it once
-        td_in = transform.inv(tensordict) if transform._has_inverse else tensordict
+        if not transform._has_inverse:
+            return transform._step(tensordict, self._base._step_output(tensordict))
+        td_in = transform.inv(tensordict)
+        # a ConditionalSkip's inverse marks the rows to step ("_step"); the others are skipped
+        partial = td_in.get("_step", None)
+        if partial is not None:
+            return partial_step(self, transform, tensordict, td_in.exclude("_step"), partial)
         return transform._step(tensordict, self._base._step_output(td_in))
 
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -253,7 +260,11 @@ class TransformedEnv(EnvBase):
         if "_reset_keys_checked" not in cache:
             self._check_reset_out_keys()
             cache["_reset_keys_checked"] = True
-        return transform._reset(tensordict, out)
+            cache["_skips"] = any(getattr(t, "_skips_steps", False) for t in _flat(transform))
+        out = transform._reset(tensordict, out)
+        if cache["_skips"]:
+            remember_output(self, out)
+        return out
 
     def _check_reset_out_keys(self) -> None:
         """Once per structure (first reset after the transforms or specs change), as TorchRL: the ``out_keys``
