@@ -199,3 +199,140 @@ def test_pickled_creator_keeps_state_values():
     creator.load_state_dict({"count": torch.full((1,), 3, dtype=torch.int32)})
     back = pickle.loads(pickle.dumps(creator))
     assert back().count.item() == 3
+
+
+# -- statistics kept as extra state (VecNormV2, VecNorm) are shared by every env of a creator ----------------
+
+
+class _Ramp(CountingEnv):
+    """``observation = [t, 2t]`` (float): 0 at reset, ``t`` after the ``t``-th step; never done."""
+
+    def __init__(self):
+        super().__init__(max_steps=1000)
+        from torchrl.data import Composite, Unbounded
+
+        self.observation_spec = Composite(observation=Unbounded((2,)))
+        self.t = 0
+
+    def _reset(self, tensordict):
+        self.t = 0
+        out = super()._reset(tensordict)
+        out.set("observation", torch.zeros(2))
+        return out
+
+    def _step(self, tensordict):
+        self.t += 1
+        out = super()._step(tensordict)
+        out.set("observation", torch.tensor([1.0, 2.0]) * self.t)
+        return out
+
+
+def ramp_vecnorm_v2():
+    from torchrl.envs import TransformedEnv
+    from torchrl.envs.transforms import VecNormV2
+
+    return TransformedEnv(_Ramp(), VecNormV2(in_keys=["observation"], decay=1.0))
+
+
+def ramp_vecnorm():
+    from torchrl.envs import TransformedEnv
+    from torchrl.envs.transforms.vecnorm import VecNorm
+
+    return TransformedEnv(_Ramp(), VecNorm(in_keys=["observation"], decay=1.0))
+
+
+def _v2_stats(state):
+    extra = state["transform._extra_state"]
+    return extra["count.-|-.observation"].item(), extra["loc.-|-.observation"].tolist(), extra["var.-|-.observation"].tolist()
+
+
+def _v1_stats(state):
+    extra = state["transform._extra_state"]
+    return extra["observation_count"].item(), extra["observation_sum"].tolist(), extra["observation_ssq"].tolist()
+
+
+class TestSharedStatistics:
+    def test_extra_state_is_in_shared_memory(self):
+        creator = EnvCreator(ramp_vecnorm_v2)
+        extra = creator.state_dict()["transform._extra_state"]
+        assert sorted(extra) == ["count.-|-.observation", "loc.-|-.observation", "var.-|-.observation"]
+        assert all(t.is_shared() for t in extra.values())
+        assert creator._lock is not None
+
+    def test_envs_of_one_creator_share_vecnorm_v2_statistics(self):
+        creator = EnvCreator(ramp_vecnorm_v2)
+        a, b = creator(), creator()
+        assert a.transform.lock is creator._lock
+        a.rollout(3)  # reset + 3 steps: 0, 1, 2, 3
+        b.rollout(1)  # reset + 1 step: 0, 1
+        count, loc, var = _v2_stats(creator.state_dict())
+        assert count == 6
+        assert loc == pytest.approx([7 / 6, 14 / 6])  # decay=1: plain means of every sample
+        assert var == pytest.approx([15 / 6, 60 / 6])  # second moments
+        assert b.transform.state_dict()["_extra_state"]["count.-|-.observation"].item() == 6
+
+    def test_parallel_env_workers_share_vecnorm_v2_statistics(self):
+        creator = EnvCreator(ramp_vecnorm_v2)
+        env = ParallelEnv(2, creator, mp_start_method="fork" if "fork" in mp.get_all_start_methods() else None)
+        try:
+            data = env.rollout(5, break_when_any_done=False)
+        finally:
+            env.close()
+        count, loc, var = _v2_stats(creator.state_dict())
+        # 2 workers x (reset + 5 steps): values 0..5 twice (one worker alone would count 6)
+        assert count == 12
+        assert loc == pytest.approx([30 / 12, 60 / 12])
+        assert var == pytest.approx([110 / 12, 440 / 12])
+        # the worker updating last sees all 12 samples, the other 11: (5 - 25/11) / std_11 and 2.5 / std_12
+        last = sorted(data["next", "observation"][:, -1, 0].tolist())
+        assert last == pytest.approx([2.5 / (110 / 12 - 6.25) ** 0.5, (5 - 25 / 11) / (85 / 11 - (25 / 11) ** 2) ** 0.5], rel=1e-4)
+        # an env built afterwards, in this process, starts from the shared statistics
+        assert creator().transform.loc["observation"].tolist() == pytest.approx([2.5, 5.0])
+
+    @pytest.mark.slow
+    def test_spawned_workers_share_statistics(self):
+        # spawned workers get the creator through a plain pickler: it must send shared-memory handles, not copies
+        creator = EnvCreator(ramp_vecnorm_v2)
+        env = ParallelEnv(1, creator, mp_start_method="spawn")  # (one worker: spawning is slow)
+        try:
+            env.rollout(2, break_when_any_done=False)
+        finally:
+            env.close()
+        count, loc, _ = _v2_stats(creator.state_dict())
+        assert count == 3 and loc == pytest.approx([1.0, 2.0])  # 0, 1, 2
+
+    def test_parallel_env_workers_share_vecnorm_statistics(self):
+        creator = EnvCreator(ramp_vecnorm)
+        assert creator().transform.lock is creator._lock
+        env = ParallelEnv(2, creator)
+        try:
+            env.rollout(5, break_when_any_done=False)
+        finally:
+            env.close()
+        count, total, ssq = _v1_stats(creator.state_dict())
+        assert count == [12.0] or count == 12.0
+        assert total == [30.0, 60.0] and ssq == [110.0, 440.0]
+
+    def test_load_state_dict_writes_into_shared_extra_state(self):
+        creator = EnvCreator(ramp_vecnorm_v2)
+        env = creator()
+        creator.load_state_dict({"transform._extra_state": {"count.-|-.observation": torch.tensor(4)}})
+        assert env.transform.state_dict()["_extra_state"]["count.-|-.observation"].item() == 4
+        with pytest.raises(KeyError, match="unknown entry 'nope' of 'transform._extra_state'"):
+            creator.load_state_dict({"transform._extra_state": {"nope": torch.zeros(1)}})
+
+    def test_pickled_creator_drops_the_lock_outside_process_start(self):
+        creator = EnvCreator(ramp_vecnorm_v2)
+        back = pickle.loads(pickle.dumps(creator))
+        assert back._lock is None
+        assert back().rollout(2).batch_size == (2,)
+
+    def test_unshared_creator_copies_statistics_into_each_env(self):
+        # without shared memory a VecNormV2 copies the creator's statistics (it adopts shared tensors only)
+        creator = EnvCreator(ramp_vecnorm_v2, share_memory=False)
+        assert creator._lock is None
+        creator.load_state_dict({"transform._extra_state": {"count.-|-.observation": torch.tensor(3)}})
+        a, b = creator(), creator()
+        a.rollout(1)
+        assert a.transform.state_dict()["_extra_state"]["count.-|-.observation"].item() == 5
+        assert b.transform.state_dict()["_extra_state"]["count.-|-.observation"].item() == 3

@@ -3,12 +3,18 @@
 A batched environment needs the specs of its sub-environments before any worker exists (to allocate the
 shared buffers its workers write into). :class:`EnvMetaData` is that description: specs, batch size,
 device and a zero-filled TensorDict, read once from one env. :class:`EnvCreator` wraps an env factory,
-reads the metadata once in the main process, and keeps the env's state dict in shared memory so that
-every env it creates (in any process) reads and writes the same tensors.
+reads the metadata once in the main process, and keeps the env's state dict (parameters, buffers and
+extra-state statistics such as a VecNorm's) in shared memory so that every env it creates (in any process)
+reads and writes the same tensors.
 """
 from __future__ import annotations
 
+import multiprocessing as mp
+import pickle
 from collections import OrderedDict
+from collections.abc import Mapping
+from multiprocessing.context import get_spawning_popen
+from multiprocessing.reduction import ForkingPickler
 from typing import Any, Callable
 
 import cloudpickle
@@ -182,10 +188,58 @@ def get_env_metadata(
         env.close(raise_if_closed=False)
 
 
-def _bind_shared_state(env: EnvBase, shared: OrderedDict) -> None:
-    """Makes ``env``'s parameters and buffers *use* the tensors of ``shared`` (same storage, not a copy)."""
+_EXTRA = "_extra_state"
+_HANDLES = "shared-memory handles"  # marks a pickled shared state that holds handles, not values
+
+
+def _is_extra_state(key: str, value) -> bool:
+    """A module's ``get_extra_state()`` entry holding a dict of tensors (e.g. a VecNorm's statistics)."""
+    return (key == _EXTRA or key.endswith("." + _EXTRA)) and isinstance(value, Mapping)
+
+
+def _owner(env: EnvBase, key: str) -> torch.nn.Module:
+    """The submodule of ``env`` whose extra state is ``key`` (``"transform._extra_state"`` -> ``env.transform``)."""
+    path = key[: -len(_EXTRA)].rstrip(".")
+    return env.get_submodule(path) if path else env
+
+
+def _shared_extra_state(value: Mapping, share: bool) -> OrderedDict:
+    """A detached copy of an extra-state dict, its tensors (at any depth) moved to shared memory when ``share``."""
+    out = OrderedDict()
+    for name, item in value.items():
+        if isinstance(item, Mapping):
+            out[name] = _shared_extra_state(item, share)
+        elif isinstance(item, (torch.Tensor, TensorDictBase)):
+            item = item.detach() if isinstance(item, torch.Tensor) else item
+            if share and item.device.type == "cpu":
+                item.share_memory_()
+            out[name] = item
+        else:
+            out[name] = item
+    return out
+
+
+def _bind_shared_state(env: EnvBase, shared: OrderedDict, lock) -> None:
+    """Makes ``env`` *use* the tensors of ``shared`` (same storage, not a copy).
+
+    Parameters and buffers are re-pointed at the shared tensors. Extra-state dicts are handed to their
+    module's ``set_extra_state``; modules that adopt tensors in shared memory (``VecNormV2``, ``VecNorm``)
+    then read and update the shared statistics, and those with a ``lock`` attribute left to ``None`` get the
+    creator's ``lock`` so that updates from different processes do not interleave.
+    """
     live = env.state_dict(keep_vars=True)
     for key, tensor in shared.items():
+        if _is_extra_state(key, tensor):
+            if key not in live:
+                raise RuntimeError(
+                    f"EnvCreator: the shared state has {key!r} but the new env has no such extra state; the factory "
+                    f"must build envs with the same transforms."
+                )
+            module = _owner(env, key)
+            module.set_extra_state(tensor)
+            if lock is not None and getattr(module, "lock", False) is None:
+                module.lock = lock
+            continue
         target = live.get(key)
         if target is None or not isinstance(target, torch.Tensor):
             continue
@@ -204,14 +258,20 @@ class EnvCreator:
     At construction one env is built in the calling process to read its :class:`EnvMetaData` (batched
     envs use it to allocate buffers without building an env per worker) and its state dict, which is
     moved to shared memory. Every env the creator then builds, in this process or in a worker, uses those
-    shared tensors as its own parameters and buffers: a statistic updated in one process (e.g. by a
-    normalization transform) is seen by all of them.
+    shared tensors as its own parameters and buffers: a statistic updated in one process is seen by all of
+    them. Statistics a module keeps as extra state (a dict of tensors under ``"<module>._extra_state"``, as
+    :class:`~torchrl.envs.transforms.VecNormV2` and :class:`~torchrl.envs.transforms.VecNorm` do) are shared
+    too: each new env loads them with ``set_extra_state``, and these transforms adopt tensors in shared
+    memory by reference. Such a module whose ``lock`` is ``None`` gets the creator's multiprocessing lock,
+    so updates from different workers do not interleave (the lock travels to processes being started; a
+    creator pickled otherwise has none).
 
     Args:
         create_env_fn: a callable returning an :class:`~torchrl.envs.EnvBase`.
         create_env_kwargs: keyword arguments for ``create_env_fn``.
-        share_memory: put the shared state in shared memory (``False``: envs still share tensors within
-            a process, but a worker process gets its own copy).
+        share_memory: put the shared state in shared memory (``False``: envs still share parameters and
+            buffers within a process, but a worker process gets its own copy, and extra-state statistics are
+            copied into each env).
 
     Keyword Args:
         **kwargs: more keyword arguments for ``create_env_fn`` (merged into ``create_env_kwargs``).
@@ -245,6 +305,7 @@ class EnvCreator:
         self._share_memory = bool(share_memory)
         self._meta_data: EnvMetaData | None = None
         self._shared_state: OrderedDict | None = None
+        self._lock = None  # guards updates of shared extra state (statistics) across processes
         self.initialized = False
         self.init_()
 
@@ -253,9 +314,16 @@ class EnvCreator:
         env = _call_factory(self.create_env_fn, self.create_env_kwargs)
         try:
             self._meta_data = EnvMetaData.metadata_from_env(env)
-            state = OrderedDict((k, v.detach()) for k, v in env.state_dict().items() if isinstance(v, torch.Tensor))
+            state = OrderedDict()
+            for key, value in env.state_dict().items():
+                if isinstance(value, torch.Tensor):
+                    state[key] = value.detach()
+                elif _is_extra_state(key, value):  # e.g. a VecNorm's statistics
+                    state[key] = _shared_extra_state(value, self._share_memory)
             if self._share_memory:
                 self.share_memory(state)
+                if any(_is_extra_state(k, v) for k, v in state.items()):
+                    self._lock = mp.get_context("spawn").Lock()  # (a fork-context lock cannot go to spawned workers)
             self._shared_state = state
         finally:
             env.close(raise_if_closed=False)
@@ -271,7 +339,7 @@ class EnvCreator:
         """Builds an env (``kwargs`` override the creator's own) that uses the shared state."""
         env = _call_factory(self.create_env_fn, {**self.create_env_kwargs, **kwargs})
         if self._shared_state:
-            _bind_shared_state(env, self._shared_state)
+            _bind_shared_state(env, self._shared_state, self._lock)
         return env
 
     def make_variant(self, **kwargs) -> "EnvCreator":
@@ -293,7 +361,7 @@ class EnvCreator:
         if unknown:
             raise KeyError(f"EnvCreator.load_state_dict: unknown keys {unknown}; the shared state has {list(shared)}.")
         for key, value in state_dict.items():
-            shared[key].copy_(value)
+            _copy_into(shared[key], value, key)
 
     def share_memory(self, state_dict: OrderedDict) -> None:
         """Moves the tensors of ``state_dict`` to shared memory, in place."""
@@ -307,16 +375,39 @@ class EnvCreator:
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["create_env_fn"] = cloudpickle.dumps(self.create_env_fn)
+        if get_spawning_popen() is None:  # a lock only travels to a process being started
+            state["_lock"] = None
+        elif self._share_memory and self._shared_state:
+            # a process being started (spawn, forkserver) may receive us through a plain pickler (cloudpickle),
+            # which would copy the tensors: hand it shared-memory handles instead
+            state["_shared_state"] = _HANDLES, bytes(ForkingPickler.dumps(self._shared_state))
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state = dict(state)
         state["create_env_fn"] = cloudpickle.loads(state["create_env_fn"])
+        shared = state.get("_shared_state")
+        if isinstance(shared, tuple) and shared and shared[0] == _HANDLES:
+            state["_shared_state"] = pickle.loads(shared[1])
         self.__dict__.update(state)
 
     def __repr__(self) -> str:
         name = getattr(self.create_env_fn, "__name__", type(self.create_env_fn).__name__)
         return f"EnvCreator({name}(**{self.create_env_kwargs}))"
+
+
+def _copy_into(target, value, key: str) -> None:
+    if isinstance(target, Mapping):
+        if not isinstance(value, Mapping):
+            raise TypeError(f"EnvCreator.load_state_dict: {key!r} is a dict of tensors, got {type(value).__name__}.")
+        for name, item in value.items():
+            if name not in target:
+                raise KeyError(f"EnvCreator.load_state_dict: unknown entry {name!r} of {key!r}; it has {list(target)}.")
+            _copy_into(target[name], item, f"{key}/{name}")
+    elif isinstance(target, (torch.Tensor, TensorDictBase)):
+        target.copy_(value)
+    else:
+        raise TypeError(f"EnvCreator.load_state_dict: {key!r} holds no tensor ({type(target).__name__}).")
 
 
 def env_creator(fun: Callable) -> EnvCreator:

@@ -297,6 +297,8 @@ class VecNorm(Transform):
         return out
 
     def set_extra_state(self, state) -> None:
+        """Loads statistics: copied in place, or adopted by reference when every tensor is in shared memory
+        (e.g. the shared state of an :class:`~torchrl.envs.EnvCreator`), so that updates are seen by every holder."""
         if "td" in state or "frozen" in state:  # the format of earlier versions of this class
             td = state.get("td")
             self.frozen = bool(state.get("frozen", self.frozen))
@@ -305,12 +307,17 @@ class VecNorm(Transform):
                 {tuple(k.split(".")): v.reshape(()) if k.endswith("_count") and v.shape == (1,) else v for k, v in state.items()},
                 batch_size=[],
             ) if len(state) else None
-        if td is not None:
-            if self._td is None:
-                self._td = td.clone()
-            else:
-                self._td.update_(td)
-            self._stats = None
+        if td is None:
+            return
+        shared = td.is_shared() or all(v.is_shared() for v in td.values(include_nested=True, leaves_only=True))
+        if self._td is None:
+            self._td = td if shared else td.clone()
+        elif shared and not self._td.is_locked:  # adopt the shared tensors (reshape above keeps their storage)
+            for key, value in td.items(include_nested=True, leaves_only=True):
+                self._td.set(key, value)
+        else:
+            self._td.update_(td)
+        self._stats = None
 
     def __getstate__(self):
         state = super().__getstate__()
