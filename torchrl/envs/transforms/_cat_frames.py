@@ -17,7 +17,7 @@ from torchrl.data.tensor_specs import (
     Unbounded,
 )
 from torchrl.envs._done import as_tuple, from_tuple
-from torchrl.envs.transforms._groups import restart_where_reset
+from torchrl.envs.transforms._groups import restart_where_reset, only_reset_key
 from torchrl.envs.transforms._spec_edit import key_pairs
 from torchrl.envs.transforms._transform import ObservationTransform, Transform
 
@@ -215,18 +215,7 @@ class CatFrames(ObservationTransform):
     @property
     def reset_key(self) -> NestedKey:
         """The reset mask entry: ``reset_key`` when given, else the env's only reset key (``"_reset"``)."""
-        if self._reset_key is not None:
-            return self._reset_key
-        parent = self.parent
-        if parent is None:
-            return "_reset"
-        keys = parent.reset_keys
-        if len(keys) != 1:
-            raise ValueError(
-                f"{type(self).__name__}: the env has {len(keys)} reset keys ({keys}); pass reset_key=... to pick "
-                "the one whose mask restarts the stacks."
-            )
-        return keys[0]
+        return only_reset_key(self, self._reset_key, "the stacks")
 
     @reset_key.setter
     def reset_key(self, value: NestedKey) -> None:

@@ -8,7 +8,7 @@ from tensordict.utils import NestedKey
 from torchrl._fast import fast_get
 from torchrl.envs._done import as_tuple, from_tuple, known_value, where_reset
 
-__all__ = ["done_groups", "restart_where_reset", "reset_key_for"]
+__all__ = ["done_groups", "restart_where_reset", "reset_key_for", "only_reset_key"]
 
 
 def done_groups(full_done_spec) -> dict[tuple[str, ...], torch.Size]:
@@ -39,3 +39,20 @@ def restart_where_reset(
     while mask.ndim < fresh.ndim:
         mask = mask.unsqueeze(-1)
     return where_reset(mask, fresh, previous)
+
+
+def only_reset_key(transform, given: NestedKey | None, restarts: str) -> NestedKey:
+    """``given`` when set, else the reset key of the transform's env when it has exactly one (``"_reset"`` with
+    no env yet); ``ValueError`` naming ``restarts`` (what the mask restarts) when the env has several."""
+    if given is not None:
+        return given
+    parent = transform.parent
+    if parent is None:
+        return "_reset"
+    keys = parent.reset_keys
+    if len(keys) != 1:
+        raise ValueError(
+            f"{type(transform).__name__}: the env has {len(keys)} reset keys ({keys}); pass reset_key=... to pick "
+            f"the one whose mask restarts {restarts}."
+        )
+    return keys[0]

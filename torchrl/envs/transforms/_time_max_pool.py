@@ -9,7 +9,7 @@ from tensordict.utils import NestedKey
 
 from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Composite, TensorSpec
-from torchrl.envs.transforms._groups import restart_where_reset
+from torchrl.envs.transforms._groups import restart_where_reset, only_reset_key
 from torchrl.envs.transforms._spec_edit import key_pairs
 from torchrl.envs.transforms._transform import Transform
 
@@ -71,18 +71,7 @@ class TimeMaxPool(Transform):
     @property
     def reset_key(self) -> NestedKey:
         """The reset mask entry: ``reset_key`` when given, else the env's only reset key (``"_reset"``)."""
-        if self._reset_key is not None:
-            return self._reset_key
-        parent = self.parent
-        if parent is None:
-            return "_reset"
-        keys = parent.reset_keys
-        if len(keys) != 1:
-            raise ValueError(
-                f"TimeMaxPool: the env has {len(keys)} reset keys ({keys}); pass reset_key=... to pick the one "
-                "whose mask restarts the windows."
-            )
-        return keys[0]
+        return only_reset_key(self, self._reset_key, "the windows")
 
     @reset_key.setter
     def reset_key(self, value: NestedKey) -> None:
