@@ -1,5 +1,7 @@
 import doctest
 import multiprocessing
+import pickle
+import warnings
 
 import pytest
 import torch
@@ -7,7 +9,8 @@ from tensordict import TensorDict
 
 from torchrl.envs import Compose, PendulumEnv, TransformedEnv
 from torchrl.envs.transforms._observation_norm import ObservationNorm
-from torchrl.envs.transforms.vecnorm import VecNorm
+from torchrl._utils import _deprecation
+from torchrl.envs.transforms.vecnorm import VecNorm, VecNormV2
 from torchrl.envs.transforms import vecnorm as vecnorm_module
 
 from test.envs.transforms._envs_batch_a import PosVelEnv
@@ -197,3 +200,73 @@ def test_state_dict_layout_as_torchrl():
     fresh.freeze()
     env.transform.freeze()
     torch.testing.assert_close(fresh(td.clone())["observation"], env.transform(td.clone())["observation"])
+
+
+class TestNewApi:
+    """``VecNorm(..., new_api=True)`` is TorchRL's way to build a ``VecNormV2``; without the flag it warns."""
+
+    @staticmethod
+    def _forget_warnings():
+        _deprecation._WARNED.difference_update({vecnorm_module._DEFAULT_API_WARNING, vecnorm_module._LEGACY_WARNING})
+
+    def test_new_api_returns_a_vecnorm_v2(self):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no warning with new_api=True
+            t = VecNorm(["observation"], new_api=True, decay=0.5, eps=1e-3)
+        assert type(t) is VecNormV2 and not isinstance(t, VecNorm)  # as TorchRL: a VecNormV2, not a VecNorm
+        assert t.in_keys == ["observation"] and (t.decay, t.eps) == (0.5, 1e-3)
+        env = TransformedEnv(PendulumEnv(seed=0), t)
+        env.rollout(2)
+        assert int(t.state_dict()["_extra_state"]["count.-|-.observation"]) == 3  # reset + 2 steps
+
+    def test_new_api_known_answer(self):
+        t = VecNorm(in_keys=["obs"], new_api=True, decay=1.0)
+        t(TensorDict(obs=torch.tensor([2.0])))
+        out = t(TensorDict(obs=torch.tensor([4.0])))["obs"].item()  # mean 3, var 10 - 9 = 1
+        assert out == pytest.approx(1.0)
+
+    def test_new_api_rejects_legacy_arguments(self):
+        with pytest.raises(TypeError, match="takes no 'shared_td': pass shared_data"):
+            VecNorm(in_keys=["obs"], new_api=True, shared_td=None)
+        with pytest.raises(TypeError, match="takes no 'shapes'"):
+            VecNorm(in_keys=["obs"], new_api=True, shapes=[(1,)])
+        with pytest.raises(TypeError, match="in_keys"):
+            VecNorm(new_api=True)  # VecNormV2 has no default keys (as TorchRL)
+
+    def test_default_warns_once_about_new_api(self):
+        self._forget_warnings()
+        with pytest.warns(FutureWarning, match="pass new_api=True to get a VecNormV2"):
+            t = VecNorm(in_keys=["obs"])
+        assert type(t) is VecNorm
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            VecNorm(in_keys=["obs"])  # once per process
+
+    def test_legacy_choice_still_warns_deprecation(self):
+        self._forget_warnings()
+        with pytest.warns(FutureWarning, match="to be deprecated in favor of torchrl.envs.VecNormV2"):
+            t = VecNorm(in_keys=["obs"], new_api=False, decay=0.5)
+        assert type(t) is VecNorm and t.decay == 0.5
+        assert type(t.clone()) is VecNorm and type(pickle.loads(pickle.dumps(t))) is VecNorm
+
+    def test_vecnorm_v2_importable_from_the_vecnorm_module(self):
+        from torchrl.envs.transforms import VecNormV2 as exported
+
+        assert vecnorm_module.VecNormV2 is exported is VecNormV2
+
+
+def test_set_extra_state_adopts_shared_tensors():
+    source = VecNorm(in_keys=["obs"], decay=1.0)
+    source(_obs(1.0, 3.0))
+    state = source.get_extra_state()
+    for value in state.values():
+        value.share_memory_()
+    holder = VecNorm(in_keys=["obs"], decay=1.0)
+    holder(_obs(10.0))  # its own statistics exist already: they are replaced by the shared ones
+    holder.set_extra_state(state)
+    holder(_obs(5.0))  # count 3, sum 9: written into the shared tensors
+    assert state["obs_count"].item() == 3.0 and state["obs_sum"].item() == 9.0
+    copied = VecNorm(in_keys=["obs"], decay=1.0)
+    copied.set_extra_state(source.get_extra_state())  # not shared: copied
+    copied(_obs(5.0))
+    assert source.loc["obs"].item() == 2.0 and copied.loc["obs"].item() == 3.0

@@ -10,16 +10,29 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
 from torchrl._fast import fast_get, fast_set
+from torchrl._utils._deprecation import warn_once
 from torchrl.data.tensor_specs import Composite, TensorSpec, Unbounded
 from torchrl.envs._done import as_tuple, from_tuple
 from torchrl.envs.transforms._spec_edit import key_pairs
 from torchrl.envs.transforms._compose import Compose
 from torchrl.envs.transforms._observation_norm import ObservationNorm
 from torchrl.envs.transforms._transform import Transform
+from torchrl.envs.transforms._vecnorm_v2 import VecNormV2
 
-__all__ = ["VecNorm"]
+__all__ = ["VecNorm", "VecNormV2"]  # VecNormV2 is importable from here, as in TorchRL
 
 _SUFFIXES = ("_sum", "_ssq", "_count")
+# VecNorm's arguments that VecNormV2 names differently or does not take: (what to do instead)
+_NOT_IN_V2 = {
+    "shared_td": "pass shared_data (statistics in shared memory) instead",
+    "shapes": "VecNormV2 reads the shapes from the env's specs or the first data seen",
+}
+_DEFAULT_API_WARNING = (
+    "VecNorm: without new_api, VecNorm builds the legacy VecNorm, which is to be replaced by VecNormV2 (as "
+    "TorchRL announces); pass new_api=True to get a VecNormV2 (or import VecNormV2 from torchrl.envs), or "
+    "new_api=False to keep the legacy class."
+)
+_LEGACY_WARNING = "VecNorm (legacy) is to be deprecated in favor of torchrl.envs.VecNormV2 (VecNorm(..., new_api=True))."
 
 
 def _stat_key(key: NestedKey, suffix: str) -> NestedKey:
@@ -40,6 +53,11 @@ class VecNorm(Transform):
     (``N`` values summed over the leading batch dims). Then ``mean = sum / count``,
     ``std = max(sqrt(ssq / count - mean^2), eps)``. The statistics include the current step.
 
+    ``VecNorm(..., new_api=True)`` returns a :class:`~torchrl.envs.transforms.VecNormV2` built with the other
+    arguments (bias-corrected exponential moving averages, TorchRL's replacement of this class); without
+    ``new_api`` a ``FutureWarning`` says so. ``new_api=False`` builds this class (still with a
+    ``FutureWarning`` that it is to be deprecated). Each warning is given once per process.
+
     Statistics stop updating when the transform is frozen (:meth:`freeze`) or in ``eval()`` mode.
     Several envs (e.g. in worker processes) can share one set of statistics through ``shared_td``, a
     TensorDict in shared memory (see :meth:`build_td_for_shared_vecnorm`); updates then take ``lock``.
@@ -55,6 +73,11 @@ class VecNorm(Transform):
         decay: decay of the running statistics (``1``: plain cumulative statistics).
         eps: lower bound of the running standard deviation.
         shapes: feature shape of each entry (default: read from the env's specs or the first data seen).
+        new_api: ``True``: return a :class:`~torchrl.envs.transforms.VecNormV2` (``in_keys`` required;
+            ``shared_td`` and ``shapes`` are not accepted); ``False`` or ``None`` (default, warns): this class.
+
+    Raises:
+        TypeError: ``new_api=True`` with ``shared_td`` or ``shapes`` (VecNormV2 does not take them).
 
     Examples:
         >>> from torchrl.envs import PendulumEnv, TransformedEnv
@@ -64,9 +87,20 @@ class VecNorm(Transform):
         >>> env.transform.loc["observation"].shape
         torch.Size([3])
         >>> frozen = env.transform.to_observation_norm()  # a static ObservationNorm with these stats
+        >>> type(VecNorm(in_keys=["observation"], new_api=True)).__name__
+        'VecNormV2'
     """
 
     _out_keys_default_to_in_keys = True  # out_keys default to in_keys (in place)
+
+    def __new__(cls, *args, **kwargs):
+        if not kwargs.get("new_api"):
+            return super().__new__(cls)
+        kwargs = {k: v for k, v in kwargs.items() if k != "new_api"}
+        for name, remedy in _NOT_IN_V2.items():
+            if name in kwargs:
+                raise TypeError(f"VecNorm(new_api=True) builds a VecNormV2, which takes no {name!r}: {remedy}.")
+        return VecNormV2(*args, **kwargs)  # not a VecNorm: __init__ below is not called
 
     def __init__(
         self,
@@ -77,7 +111,9 @@ class VecNorm(Transform):
         decay: float = 0.9999,
         eps: float = 1e-4,
         shapes: Sequence[torch.Size] | None = None,
+        new_api: bool | None = None,
     ) -> None:
+        warn_once(_DEFAULT_API_WARNING if new_api is None else _LEGACY_WARNING, category=FutureWarning)
         super().__init__(in_keys=["observation", "reward"] if in_keys is None else in_keys, out_keys=out_keys)
         self._check_keys()
         if not 0.0 < decay <= 1.0:
