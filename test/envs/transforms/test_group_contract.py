@@ -119,3 +119,68 @@ class TestDoubleToFloatGroup(GroupContract):
 
     def check_group(self, data):
         assert data["next", *OBS].dtype == torch.float32
+
+
+class TestCatFramesGroup(GroupContract):
+    def make_group_transform(self):
+        from torchrl.envs.transforms import CatFrames
+
+        return CatFrames(N=3, dim=-1, in_keys=[OBS], out_keys=[("agents", "stack")])
+
+    def check_group(self, data):
+        stack, obs = data["next", "agents", "stack"], data["next", *OBS]
+        assert stack.shape[-2:] == (3, 9)  # per agent: 3 frames of 3 features
+        torch.testing.assert_close(stack[..., 6:], obs)  # the newest frame last
+        torch.testing.assert_close(stack[..., 1:, :, 3:6], obs[..., :-1, :, :])  # rolled by one step
+
+
+class TestTimeMaxPoolGroup(GroupContract):
+    def make_group_transform(self):
+        from torchrl.envs.transforms import TimeMaxPool
+
+        return TimeMaxPool(in_keys=[OBS], out_keys=[("agents", "pooled")], T=2)
+
+    def check_group(self, data):
+        pooled, obs = data["next", "agents", "pooled"], data["next", *OBS]
+        torch.testing.assert_close(pooled[..., 1:, :, :], torch.maximum(obs[..., 1:, :, :], obs[..., :-1, :, :]))
+
+
+class TestLineariseRewardsGroup(GroupContract):
+    def make_group_transform(self):
+        from torchrl.envs.transforms import LineariseRewards
+
+        return LineariseRewards(in_keys=[REW], out_keys=[("agents", "linear")], weights=[2.0])
+
+    def check_group(self, data):
+        torch.testing.assert_close(data["next", "agents", "linear"], data["next", *REW] * 2.0)
+
+
+class TestUnaryGroup(GroupContract):
+    def make_group_transform(self):
+        from torchrl.envs.transforms import UnaryTransform
+
+        return UnaryTransform(in_keys=[OBS], out_keys=[("agents", "neg")], fn=lambda x: -x)
+
+    def check_group(self, data):
+        torch.testing.assert_close(data["next", "agents", "neg"], -data["next", *OBS])
+
+
+class TestHashGroup(GroupContract):
+    def make_group_transform(self):
+        from torchrl.envs.transforms import Hash
+
+        return Hash(in_keys=[OBS], out_keys=[("agents", "hash")])
+
+    def check_group(self, data):
+        h = data["next", "agents", "hash"]
+        assert h.shape[:-1] == data["next", *OBS].shape[:-1]  # one hash per agent and step
+
+
+class TestExpandAsGroup(GroupContract):
+    def make_group_transform(self):
+        from torchrl.envs.transforms import ExpandAs
+
+        return ExpandAs(REW, OBS, out_key=("agents", "wide_reward"))
+
+    def check_group(self, data):
+        torch.testing.assert_close(data["next", "agents", "wide_reward"], data["next", *REW].expand_as(data["next", *OBS]))

@@ -139,8 +139,9 @@ class Hash(UnaryTransform):
 
     # -- data -------------------------------------------------------------------------------------------
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
-        batch_dims, batch_size = next_tensordict.batch_dims, next_tensordict.batch_size
         for in_key, out_key in zip(self.in_keys, self.out_keys):
+            # one hash per element of the batch of the entry's own group (e.g. one per agent)
+            batch_dims, batch_size = _group_batch(next_tensordict, in_key)
             value = next_tensordict.get(in_key, None)
             if value is None:
                 if self._missing_tolerance:
@@ -160,7 +161,8 @@ class Hash(UnaryTransform):
             for src, dst, _ in pairs:
                 if src in spec.keys(include_nested=True):
                     value = test.get(src)
-                    spec[dst] = spec_of_value(self._hash_batched(value, test.batch_dims, test.batch_size), spec[src])
+                    batch_dims, batch_size = _group_batch(test, src)
+                    spec[dst] = spec_of_value(self._hash_batched(value, batch_dims, batch_size), spec[src])
         finally:
             self._repertoire = repertoire
         return spec
@@ -194,3 +196,12 @@ class Hash(UnaryTransform):
 
     def __repr__(self) -> str:
         return f"Hash(in_keys={self.in_keys}, out_keys={self.out_keys}, seed={self._seed!r})"
+
+
+def _group_batch(tensordict: TensorDictBase, key) -> tuple[int, torch.Size]:
+    """``(batch_dims, batch_size)`` of the (sub-)TensorDict holding ``key``."""
+    if isinstance(key, tuple) and len(key) > 1:
+        holder = tensordict.get(key[:-1], None)
+        if isinstance(holder, TensorDictBase):
+            return holder.batch_dims, holder.batch_size
+    return tensordict.batch_dims, tensordict.batch_size
