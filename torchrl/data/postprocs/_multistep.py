@@ -1,9 +1,10 @@
 """``MultiStep``: n-step returns and n-step-ahead next states for time-major batches."""
 from __future__ import annotations
 
-import torch
 from tensordict import TensorDictBase
 from torch import nn
+
+from torchrl.envs.transforms._multi_step_transform import n_step_transitions
 
 _DONE_KEYS = ("done", "truncated", "terminated")
 
@@ -12,44 +13,14 @@ class _MissingEntryError(KeyError, AttributeError):
     """A missing entry: a ``KeyError`` that TorchRL's callers catch as ``AttributeError``."""
 
 
-def _gather_time(value: torch.Tensor, index: torch.Tensor, time_dim: int) -> torch.Tensor:
-    """``value[..., index[..., t], ...]`` along ``time_dim`` (``index`` has the batch shape)."""
-    trailing = value.ndim - index.ndim
-    index = index.reshape(*index.shape, *([1] * trailing)).expand_as(value)
-    return value.gather(time_dim, index)
-
-
 def multi_step(td: TensorDictBase, gamma: float, n_steps: int) -> TensorDictBase:
-    """The n-step version of a time-major batch (time = last batch dim), see :class:`MultiStep`."""
-    time_dim = td.ndim - 1
-    length = td.shape[time_dim]
-    nxt = td.get("next")
-    done = nxt.get("done")
-    done_flat = done.reshape(*td.shape, -1).any(-1)
-    positions = torch.arange(length, device=done.device).expand(td.shape)
-    # first done at or after every step (``length`` when there is none)
-    done_at = torch.where(done_flat, positions, torch.full_like(positions, length))
-    first_done = done_at.flip(time_dim).cummin(time_dim).values.flip(time_dim)
-    steps = torch.minimum(first_done - positions + 1, length - positions).clamp_max(n_steps)
-    reward = nxt.get("reward")
-    n_step_reward = torch.zeros_like(reward)
-    for k in range(min(n_steps, length)):  # a look-ahead past the batch adds nothing
-        shifted = reward.narrow(time_dim, k, length - k) if k else reward
-        weight = (k < steps).narrow(time_dim, 0, length - k).to(reward.dtype) * gamma**k
-        weight = weight.reshape(*weight.shape, *([1] * (reward.ndim - weight.ndim)))
-        n_step_reward.narrow(time_dim, 0, length - k).add_(shifted * weight)
-    last = positions + steps - 1
-    out = td.clone(False)
-    new_next = nxt.clone(False)
-    for key, value in nxt.items(True, True):
-        new_next.set(key, _gather_time(value, last, time_dim))
-    new_next.set("reward", n_step_reward)
-    new_next.set("original_reward", reward)
-    out.set("next", new_next)
-    out.set("steps_to_next_obs", steps)
-    out.set("gamma", gamma**steps)
-    out.set("nonterminal", steps > 1)
-    return out
+    """The n-step version of a time-major batch (time = last batch dim), see :class:`MultiStep`.
+
+    The one n-step implementation is :func:`~torchrl.envs.transforms._multi_step_transform.n_step_transitions`
+    (shared with ``MultiStepTransform``); the post-processing reads ``("next", "reward")`` and
+    ``("next", "done")`` and applies no mask.
+    """
+    return n_step_transitions(td, gamma, n_steps, reward_keys=("reward",), done_key="done", mask_key=None)
 
 
 class MultiStep(nn.Module):
