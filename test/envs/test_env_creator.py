@@ -336,3 +336,13 @@ class TestSharedStatistics:
         a.rollout(1)
         assert a.transform.state_dict()["_extra_state"]["count.-|-.observation"].item() == 5
         assert b.transform.state_dict()["_extra_state"]["count.-|-.observation"].item() == 3
+
+    def test_stateless_vecnorm_v2_needs_no_lock(self):
+        from torchrl.envs import TransformedEnv
+        from torchrl.envs.transforms import VecNormV2
+
+        creator = EnvCreator(lambda: TransformedEnv(_Ramp(), VecNormV2(in_keys=["observation"], stateful=False)))
+        assert creator._lock is None and not creator.state_dict()["transform._extra_state"]
+        env = creator()
+        assert env.transform.lock is None
+        assert env.rollout(2)["next", "_vecnorm_count", "observation"][-1].tolist() == [3, 3]  # reset + 2 steps

@@ -322,7 +322,7 @@ class EnvCreator:
                     state[key] = _shared_extra_state(value, self._share_memory)
             if self._share_memory:
                 self.share_memory(state)
-                if any(_is_extra_state(k, v) for k, v in state.items()):
+                if any(_is_extra_state(k, v) and v for k, v in state.items()):  # statistics to guard
                     self._lock = mp.get_context("spawn").Lock()  # (a fork-context lock cannot go to spawned workers)
             self._shared_state = state
         finally:
