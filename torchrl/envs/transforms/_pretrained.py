@@ -292,7 +292,29 @@ def imagenet_preprocess(in_keys: list, size: int) -> list[Transform]:
     ]
 
 
-class ResNetEncoderTransform(Compose):
+class TracksDeviceDtype:
+    """``device`` / ``dtype``: what was last given to ``to`` (``None`` until then), as TorchRL's encoder
+    transforms report them. Set ``_device`` and ``_dtype`` to ``None`` in ``__init__``."""
+
+    @property
+    def device(self):
+        """The device last given to ``to`` (``None`` until then)."""
+        return self._device
+
+    @property
+    def dtype(self):
+        """The dtype last given to ``to`` (``None`` until then)."""
+        return self._dtype
+
+    def to(self, dest, *args, **kwargs):
+        if isinstance(dest, torch.dtype):
+            self._dtype = dest
+        elif dest is not None:
+            self._device = torch.device(dest)
+        return super().to(dest, *args, **kwargs)
+
+
+class ResNetEncoderTransform(TracksDeviceDtype, Compose):
     """Base of ``R3MTransform`` and ``VIPTransform``: a ``Compose`` of preprocessing and a ResNet encoder.
 
     Subclasses describe their release: ``_default_out_key``, ``_releases`` (model name -> checkpoint file
@@ -385,23 +407,6 @@ class ResNetEncoderTransform(Compose):
 
         outdim = head[1] if head is not None else (2048 if model_name == "resnet50" else 512)
         return build_with_weights(owner, factory, state_dict, path), outdim, path
-
-    @property
-    def device(self):
-        """The device last given to ``to`` (``None`` until then)."""
-        return self._device
-
-    @property
-    def dtype(self):
-        """The dtype last given to ``to`` (``None`` until then)."""
-        return self._dtype
-
-    def to(self, dest, *args, **kwargs):
-        if isinstance(dest, torch.dtype):
-            self._dtype = dest
-        elif dest is not None:
-            self._device = torch.device(dest)
-        return super().to(dest, *args, **kwargs)
 
     def clone(self):
         self.reset_parent()

@@ -16,6 +16,7 @@ from torchrl.envs.transforms._pretrained import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     EncoderNet,
+    TracksDeviceDtype,
     UnsupportedModelError,
     build_with_weights,
     checkpoint_dirs,
@@ -64,7 +65,7 @@ def _mae_encoder(owner: str, path: str) -> tuple[VisionTransformer, int]:
     return net, dim
 
 
-class VC1Transform(Transform):
+class VC1Transform(TracksDeviceDtype, Transform):
     """VC-1: embeddings of an MAE Vision Transformer pretrained on egocentric video and ImageNet (eai-vc).
 
     Paper: *Where are we in the search for an Artificial Visual Cortex for Embodied Intelligence?*
@@ -174,23 +175,6 @@ class VC1Transform(Transform):
 
     def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
         return self._encoder.transform_observation_spec(observation_spec)
-
-    @property
-    def device(self):
-        """The device last given to ``to`` (``None`` until then)."""
-        return self._device
-
-    @property
-    def dtype(self):
-        """The dtype last given to ``to`` (``None`` until then)."""
-        return self._dtype
-
-    def to(self, dest, *args, **kwargs):
-        if isinstance(dest, torch.dtype):
-            self._dtype = dest
-        elif dest is not None:
-            self._device = torch.device(dest)
-        return super().to(dest, *args, **kwargs)
 
     @classmethod
     def install_vc_models(cls, auto_exit=False):
