@@ -28,7 +28,7 @@ ENV_TRANSFORMS = [
     "RenameTransform", "SelectTransform", "TensorDictPrimer", "TrajCounter",
     # issue 20: the transform library
     "ActionChunkTransform", "ActionDiscretizer", "ActionScaling", "BatchSizeTransform", "BinarizeReward",
-    "BurnInTransform", "CatFrames", "CenterCrop", "ConditionalPolicySwitch", "Crop", "DecodeVideoTransform",
+    "BurnInTransform", "CatFrames", "CenterCrop", "ConditionalPolicySwitch", "ConditionalSkip", "Crop", "DecodeVideoTransform",
     "DiscreteActionProjection", "EndOfLifeTransform", "ExpandAs", "FiniteTensorDictCheck", "FlattenAction",
     "FlattenObservation", "GrayScale", "Hash", "LineariseRewards", "MeanActionSelector", "ModuleTransform",
     "MultiAction", "MultiStepTransform", "NextObservationDelta", "NextStateReconstructor", "PermuteTransform",
