@@ -2,6 +2,8 @@
 float32 observations, episode returns)."""
 from __future__ import annotations
 
+import warnings
+
 from collections.abc import Sequence
 from functools import partial
 
@@ -106,7 +108,9 @@ def normalize_observations(train_env: EnvBase, eval_env: EnvBase) -> tuple[Trans
         >>> bool((test.transform[-1].loc == train.transform[-1].loc).all())
         True
     """
-    vecnorm = VecNorm(in_keys=["observation"], decay=0.99999)
+    with warnings.catch_warnings():  # (the recipes keep the legacy statistics on purpose)
+        warnings.simplefilter("ignore", FutureWarning)
+        vecnorm = VecNorm(in_keys=["observation"], decay=0.99999, new_api=False)
     train_env = _append(train_env, vecnorm)
     train_env.observation_spec  # noqa: B018 - building the specs creates the statistics the copy shares
     return train_env, _append(eval_env, vecnorm.frozen_copy())
