@@ -3,7 +3,6 @@ float32 observations, episode returns)."""
 from __future__ import annotations
 
 import warnings
-
 from collections.abc import Sequence
 from functools import partial
 
