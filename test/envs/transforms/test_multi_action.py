@@ -9,6 +9,7 @@ from torchrl.data.tensor_specs import Bounded, Composite, Unbounded
 from torchrl.envs import (
     Compose,
     EnvBase,
+    ParallelEnv,
     SerialEnv,
     StepCounter,
     TransformedEnv,
@@ -56,6 +57,10 @@ class SumEnv(EnvBase):
         pass
 
 
+def _make_sum_multi(max_sum: float = 5.0):
+    return TransformedEnv(SumEnv(max_sum), MultiAction())
+
+
 def step(env, actions):
     td = env.reset() if not isinstance(actions, tuple) else actions[0]
     actions = actions if not isinstance(actions, tuple) else actions[1]
@@ -72,12 +77,48 @@ class TestMultiAction(TransformContract):
         assert ExportedMultiAction is MultiAction
 
     def test_contract_state_survives_worker_restart(self):
-        # MultiAction holds no state; inside batched-env workers its dynamic (-1) chunk dims are refused by this
-        # package's SerialEnv/ParallelEnv (fixed shared buffers), with an error naming the entry (TorchRL
-        # accepts them). With the transform outside the batched env (test_contract_parallel_env) it works.
+        # MultiAction holds no state; inside batched-env workers its dynamic (-1) chunk dims are kept by the
+        # batched specs, and a closed-then-restarted env steps chunks as before
         assert MultiAction().state_dict() == {}
-        with pytest.raises(ValueError, match="full_reward_spec', 'reward'.*batched envs need fixed leaf shapes"):
-            SerialEnv(2, lambda: TransformedEnv(SumEnv(), MultiAction()))
+        env = SerialEnv(2, lambda: TransformedEnv(SumEnv(), MultiAction()))
+        try:
+            assert env.action_spec.shape == (2, -1, 1)
+            for _ in range(2):
+                td = env.reset().set("action", torch.tensor([[1.0, 1.0], [2.0, 0.5]]).unsqueeze(-1))
+                out = env.step(td)
+                assert out["next", "reward"].squeeze(-1).tolist() == [[10.0, 10.0], [20.0, 5.0]]
+                env.close()
+        finally:
+            env.close(raise_if_closed=False)
+
+    @pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+    def test_inside_batched_env_partial_resets(self, parallel):
+        # TorchRL 0.14.1 gives the same numbers (SerialEnv and ParallelEnv): worker 0 ends at step 1, worker 1 at 2
+        cls = ParallelEnv if parallel else SerialEnv
+        env = cls(2, _make_sum_multi, create_env_kwargs=[{"max_sum": 3.0}, {"max_sum": 6.0}])
+        try:
+            assert env.action_spec.shape == (2, -1, 1)
+            assert env.full_reward_spec["reward"].shape == (2, -1, 1)
+            assert env.full_observation_spec["observation"].shape == (2, 1)
+            td = env.reset()
+            got = []
+            for _ in range(3):
+                td["action"] = torch.tensor([[1.0, 1.0], [2.0, 0.5]]).unsqueeze(-1)
+                td, td_next = env.step_and_maybe_reset(td)
+                got.append((td["next", "observation"].squeeze(-1).tolist(), td["next", "reward"].squeeze(-1).tolist(),
+                            td["next", "done"].squeeze(-1).tolist(), td_next["observation"].squeeze(-1).tolist()))
+                td = td_next
+            assert got == [
+                ([2.0, 2.5], [[10.0, 10.0], [20.0, 5.0]], [False, False], [2.0, 2.5]),
+                ([3.0, 5.0], [[10.0, 0.0], [20.0, 5.0]], [True, False], [0.0, 5.0]),
+                ([2.0, 7.0], [[10.0, 10.0], [20.0, 0.0]], [False, True], [2.0, 0.0]),
+            ]
+        finally:
+            env.close(raise_if_closed=False)
+
+    def test_parallel_env_refuses_shared_buffers(self):
+        with pytest.raises(ValueError, match=r"use_buffers=True is not possible with the dynamic \(-1\) dim of spec .*'full_reward_spec', 'reward'.*use use_buffers=False"):
+            ParallelEnv(2, _make_sum_multi, use_buffers=True)
 
     def test_known_answers(self):
         # TorchRL 0.14.1 gives the same observations and rewards

@@ -17,9 +17,11 @@ import torch
 from tensordict import TensorDictBase
 
 from torchrl._fast import fast_get
+from torchrl.data.tensor_specs import Composite
 from torchrl.envs._workers import SharedBlock, WorkerPool, default_start_method, frame, new_prefix
 from torchrl.envs.batched._base import BatchedEnvBase
 from torchrl.envs.batched._serial import SerialEnv
+from torchrl.envs.batched._specs import dynamic_key
 from torchrl.envs.batched._worker import (
     OP_RESET,
     OP_RESET_PICKLED,
@@ -75,6 +77,14 @@ class ParallelEnv(BatchedEnvBase):
         if self._use_buffers and self._has_non_tensor_specs():
             if kwargs.get("use_buffers"):
                 raise ValueError("ParallelEnv: use_buffers=True is not possible with NonTensor specs; use use_buffers=False.")
+            self._use_buffers = False
+        dynamic = dynamic_key(Composite(output_spec=self.output_spec, input_spec=self.input_spec, shape=self.batch_size))
+        if self._use_buffers and dynamic is not None:  # (e.g. MultiAction's action chunks)
+            if kwargs.get("use_buffers"):
+                raise ValueError(
+                    f"ParallelEnv: use_buffers=True is not possible with the dynamic (-1) dim of spec {dynamic!r}: shared "
+                    f"buffers have fixed shapes; use use_buffers=False (the default for such envs)."
+                )
             self._use_buffers = False
         self._workers = None
         self._finalizer = None

@@ -11,9 +11,9 @@ from typing import Sequence
 
 import torch
 
-from torchrl.data.tensor_specs import Bounded, Composite, TensorSpec, Unbounded
+from torchrl.data.tensor_specs import Bounded, Composite, Stacked, StackedComposite, TensorSpec, Unbounded
 
-__all__ = ["describe", "first_difference", "heterogeneous_key", "stack_specs"]
+__all__ = ["describe", "dynamic_key", "first_difference", "heterogeneous_key", "stack_specs"]
 
 
 def describe(env) -> Composite:
@@ -80,8 +80,31 @@ def _where(full: tuple) -> str:
     return f"key {key!r} of the {part} spec" if part else f"key {key!r}"
 
 
-def heterogeneous_key(specs: Composite) -> tuple | None:
-    """The first leaf whose shape varies within the env (a ``-1`` dim of a lazily stacked spec), if any."""
+def heterogeneous_key(specs: Composite, prefix: tuple = ()) -> tuple | None:
+    """The first leaf whose shape varies *between members* of a lazily stacked spec (a ``-1`` dim of a
+    :class:`Stacked` / :class:`StackedComposite`), if any.
+
+    A ``-1`` dim that a plain spec declares (a dynamic dim, e.g. ``MultiAction``'s chunk dim) is not reported:
+    every sub-env must declare it alike (see :func:`first_difference`), and the batched spec keeps it.
+    """
+    for key, value in specs.items():
+        full = prefix + (key,)
+        if isinstance(value, StackedComposite):
+            for sub, leaf in value.items(include_nested=True, leaves_only=True):
+                if leaf is not None and -1 in leaf.shape:
+                    return full + ((sub,) if isinstance(sub, str) else tuple(sub))
+        elif isinstance(value, Stacked):
+            if -1 in value.shape:
+                return full
+        elif isinstance(value, Composite):
+            found = heterogeneous_key(value, full)
+            if found is not None:
+                return found
+    return None
+
+
+def dynamic_key(specs: Composite) -> tuple | None:
+    """The first leaf with a dynamic (``-1``) dim, if any."""
     for key, leaf in specs.items(include_nested=True, leaves_only=True):
         if leaf is not None and -1 in leaf.shape:
             return key
