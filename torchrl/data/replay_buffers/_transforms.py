@@ -22,28 +22,16 @@ def _apply(fn: Any, data: Any) -> Any:
     return data if out is None else out
 
 
-def _apply_inv(fn: Any, data: Any) -> Any:
+def _apply_inv(fn: Any, data: Any, *, none_drops: bool = False) -> Any:
+    """``fn.inv(data)`` (``data`` when ``fn`` has no inverse). A ``None`` result means "changed in place", except
+    with ``none_drops`` from a ``Transform`` (a buffer write): then "nothing to write" (as TorchRL)."""
     if isinstance(fn, Transform) and not fn._has_inverse:
         return data
     inv = getattr(fn, "inv", None)
     if inv is None:
         return data
     out = inv(data)
-    return data if out is None else out
-
-
-def _inverse_or_drop(fn: Any, data: Any) -> Any:
-    """``fn.inv(data)`` on a write; ``None`` from a transform's inverse means "nothing to write" (as TorchRL).
-
-    Plain callables (wrapped in ``_CallableMember``) keep their rule: ``None`` means "changed in place".
-    """
-    if isinstance(fn, Transform) and not fn._has_inverse:
-        return data
-    inv = getattr(fn, "inv", None)
-    if inv is None:
-        return data
-    out = inv(data)
-    if out is None and not isinstance(fn, Transform):
+    if out is None and not (none_drops and isinstance(fn, Transform)):
         return data
     return out
 
@@ -143,7 +131,7 @@ class BufferTransform(Compose):
         if isinstance(data, TensorDictBase):
             data = data.copy()
         for t in reversed(self.transforms):
-            data = _inverse_or_drop(t, data)
+            data = _apply_inv(t, data, none_drops=True)
             if data is None:  # nothing to write (e.g. MultiStepTransform waiting for a full window)
                 return None
         return data

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
+from torchrl.envs.transforms._groups import row_mask
 from torchrl.envs.transforms._transform import Transform
 
 __all__ = ["ConditionalPolicySwitch"]
@@ -87,20 +88,16 @@ class ConditionalPolicySwitch(Transform):
             raise TypeError(f"ConditionalPolicySwitch: condition must be callable, got {type(self.condition).__name__}.")
         cond = self.condition(data)
         batch = data.batch_size
-        if isinstance(cond, bool):
-            return torch.full(batch, cond, dtype=torch.bool, device=data.device)
-        if not isinstance(cond, torch.Tensor):
+        if not isinstance(cond, (bool, torch.Tensor)):
             raise RuntimeError(  # noqa: TRY004 (TorchRL raises RuntimeError here)
                 f"ConditionalPolicySwitch: calling the condition function should return a boolean or a tensor, "
                 f"got {type(cond).__name__}."
             )
-        shape = tuple(cond.shape)
-        if shape in ((), (1,)):
-            return cond.reshape(()).bool().expand(batch)
-        if shape == tuple(batch) or shape == (*batch, 1):
-            return cond.reshape(batch).bool()
+        mask = row_mask(cond, batch, data.device)
+        if mask is not None:
+            return mask
         raise RuntimeError(
-            f"ConditionalPolicySwitch: the condition returned a tensor of shape {shape}; tensor outputs must have "
+            f"ConditionalPolicySwitch: the condition returned a tensor of shape {tuple(cond.shape)}; tensor outputs must have "
             f"the shape of the tensordict {tuple(batch)}, or contain a single element."
         )
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from torchrl.envs.transforms._groups import row_mask
 from torchrl.envs.transforms._transform import Transform
 
 __all__ = ["ConditionalSkip"]
@@ -61,16 +62,11 @@ class ConditionalSkip(Transform):
     def _skip_mask(self, tensordict: TensorDictBase) -> torch.Tensor:
         skip = self.cond(tensordict)
         batch = tensordict.batch_size
-        if isinstance(skip, bool):
-            return torch.full(batch, skip, dtype=torch.bool, device=tensordict.device)
-        skip = torch.as_tensor(skip, device=tensordict.device).bool()
-        shape = tuple(skip.shape)
-        if shape in ((), (1,)):
-            return skip.reshape(()).expand(batch)
-        if shape == tuple(batch) or shape == (*batch, 1):
-            return skip.reshape(batch)
+        mask = row_mask(skip, batch, tensordict.device)
+        if mask is not None:
+            return mask
         raise RuntimeError(
-            f"ConditionalSkip: cond returned a tensor of shape {shape}; expected one element or the batch shape "
+            f"ConditionalSkip: cond returned a tensor of shape {tuple(torch.as_tensor(skip).shape)}; expected one element or the batch shape "
             f"{tuple(batch)}."
         )
 

@@ -8,7 +8,7 @@ from tensordict.utils import NestedKey
 from torchrl._fast import fast_get
 from torchrl.envs._done import as_tuple, from_tuple, known_value, where_reset
 
-__all__ = ["done_groups", "restart_where_reset", "reset_key_for", "only_reset_key"]
+__all__ = ["done_groups", "restart_where_reset", "reset_key_for", "only_reset_key", "row_mask"]
 
 
 def done_groups(full_done_spec) -> dict[tuple[str, ...], torch.Size]:
@@ -56,3 +56,17 @@ def only_reset_key(transform, given: NestedKey | None, restarts: str) -> NestedK
             f"the one whose mask restarts {restarts}."
         )
     return keys[0]
+
+
+def row_mask(value, batch: torch.Size, device) -> torch.Tensor | None:
+    """A condition's result (a bool, or a tensor of one element or of shape ``batch`` / ``(*batch, 1)``) as a
+    boolean mask of shape ``batch``; ``None`` for a tensor of any other shape."""
+    if isinstance(value, bool):
+        return torch.full(batch, value, dtype=torch.bool, device=device)
+    value = torch.as_tensor(value, device=device).bool()
+    shape = tuple(value.shape)
+    if shape in ((), (1,)):
+        return value.reshape(()).expand(batch)
+    if shape == tuple(batch) or shape == (*batch, 1):
+        return value.reshape(batch)
+    return None

@@ -232,10 +232,11 @@ class TransformedEnv(EnvBase):
         if not transform._has_inverse:
             return transform._step(tensordict, self._base._step_output(tensordict))
         td_in = transform.inv(tensordict)
-        # a ConditionalSkip's inverse marks the rows to step ("_step"); the others are skipped
-        partial = td_in.get("_step", None)
-        if partial is not None:
-            return partial_step(self, transform, tensordict, td_in.exclude("_step"), partial)
+        if self._spec_cache.get("_skips"):
+            # a ConditionalSkip's inverse marks the rows to step ("_step"); the others are skipped
+            partial = td_in.get("_step", None)
+            if partial is not None:
+                return partial_step(self, transform, tensordict, td_in.exclude("_step"), partial)
         return transform._step(tensordict, self._base._step_output(td_in))
 
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
