@@ -2,6 +2,7 @@
 transport seam under ``MultiCollector``."""
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 import signal
@@ -125,6 +126,43 @@ def test_finalizer_shuts_down():
     del owner
     assert not finalizer.still_active() and p.closed and p.procs == []
     assert not [c for c in mp.active_children() if c.name.startswith("Test-worker")]
+
+
+class _ParentOnly:
+    """Garbage (a reference cycle) whose finalizer kills any process but the one that made it, as the
+    finalizer of a native handle (an envpool thread pool) crashes a forked child."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.me = self
+
+    def __del__(self) -> None:
+        if os.getpid() != self.pid:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        _ParentOnly.finalized_in_parent += 1
+
+
+_ParentOnly.finalized_in_parent = 0
+
+
+class _CollectingSpec(_CounterSpec):
+    def build(self, idx):
+        gc.collect()  # a collection in the child, as allocation pressure may trigger at any time
+        return super().build(idx)
+
+
+def test_forked_worker_does_not_collect_inherited_garbage(pool):
+    gc.collect()
+    gc.disable()  # keep the cycle uncollected until the fork
+    try:
+        _ParentOnly()
+        pool.start([_CollectingSpec(0), _CollectingSpec(0)], "fork")
+        assert pool.call(range(2), "add", (1,)) == {0: 1, 1: 2}
+    finally:
+        gc.enable()
+    before = _ParentOnly.finalized_in_parent
+    gc.collect()
+    assert _ParentOnly.finalized_in_parent == before + 1  # the parent still collects its own garbage
 
 
 def test_shared_block_is_shared_between_mappings():
