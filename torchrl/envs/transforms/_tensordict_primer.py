@@ -214,14 +214,28 @@ class TensorDictPrimer(Transform):
         self._reset_key = self._pick_reset_key([from_tuple(p + ("_reset",)) for p in groups])
         return super().transform_output_spec(output_spec)
 
+    def _add_groups(self, spec: Composite, batch: torch.Size) -> None:
+        """Creates the primers' sub-``Composite`` entries (e.g. a group ``"agents"`` of shape ``(n_agents,)``)
+        absent from ``spec``, with their own shape after the batch dims (a group already there keeps its)."""
+        for key, sub in self.primers.items(True, False):
+            if not isinstance(sub, Composite) or as_tuple(key) in spec.keys(True):
+                continue
+            shape = sub.shape
+            if batch and shape[: len(batch)] != batch and not (self.primers.shape == batch or self.expand_specs is False):
+                shape = torch.Size((*batch, *shape))
+            spec[from_tuple(as_tuple(key))] = Composite(shape=shape, device=sub.device)
+
     def transform_observation_spec(self, observation_spec: Composite) -> Composite:
-        for key, leaf in self._build_leaves(observation_spec.shape):
+        leaves = self._build_leaves(observation_spec.shape)
+        self._add_groups(observation_spec, observation_spec.shape)
+        for key, leaf in leaves:
             observation_spec[key] = leaf
         return observation_spec
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
         leaves = self._leaves if self._leaves is not None else self._build_leaves(input_spec.shape)
         state = input_spec["full_state_spec"]
+        self._add_groups(state, input_spec.shape)
         for key, leaf in leaves:
             state[key] = leaf.clone()
         return input_spec
