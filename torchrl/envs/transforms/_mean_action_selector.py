@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from tensordict import TensorDict, TensorDictBase
+from tensordict.utils import NestedKey, unravel_key
 
 from torchrl.data.tensor_specs import Composite, Unbounded
 from torchrl.envs.transforms._transform import Transform
@@ -36,12 +37,13 @@ class MeanActionSelector(Transform):
         tensor([0.5000])
     """
 
-    def __init__(self, observation_key: str = "observation", action_key: str = "action") -> None:
+    def __init__(self, observation_key: NestedKey = "observation", action_key: NestedKey = "action") -> None:
+        # nested keys (a group's ("agents", "observation")) give flat out keys ("agents", "observation", "mean")
         super().__init__(
             in_keys=[observation_key],
-            out_keys=[(observation_key, "mean"), (observation_key, "var")],
+            out_keys=[unravel_key((observation_key, "mean")), unravel_key((observation_key, "var"))],
             in_keys_inv=[action_key],
-            out_keys_inv=[(action_key, "mean")],
+            out_keys_inv=[unravel_key((action_key, "mean"))],
         )
         self._observation_key = observation_key
         self._action_key = action_key

@@ -255,6 +255,21 @@ class MultiAction(Transform):
         )
 
     # -- specs ---------------------------------------------------------------------------------------------
+    @staticmethod
+    def _refuse_group(root: Composite, key: NestedKey, what: str, batch_dims: int, remedy: str) -> None:
+        """Refuses an entry inside a group (a sub-Composite with more batch dims than the env, e.g. agents):
+        the stacking dim would have to sit inside the group's own batch dims."""
+        key = (key,) if isinstance(key, str) else tuple(key)
+        for i in range(1, len(key)):
+            group = root.get(key[:i], None)
+            if isinstance(group, Composite) and len(group.shape) > batch_dims:
+                raise ValueError(
+                    f"MultiAction: {what} {key!r} lies in the group {key[:i]!r} of batch shape "
+                    f"{tuple(group.shape)} (the env's batch shape has {batch_dims} dims): the stacking dim would "
+                    f"split the group's batch dims. MultiAction stacks only entries at the env's batch level; "
+                    f"{remedy}"
+                )
+
     def _stacked(self, spec: TensorSpec, batch_dims: int) -> TensorSpec:
         d = self._stack_dim(batch_dims)
         new = spec.unsqueeze(d)
@@ -275,6 +290,8 @@ class MultiAction(Transform):
                     f"MultiAction: action key {action_key!r} not in the env's action spec "
                     f"{list(actions.keys(True, True))}."
                 )
+            for key in (action_key, chunk_key):
+                self._refuse_group(actions, key, "action", bdims, "group actions are not supported.")
             if chunk_key != action_key:
                 del input_spec[_path("full_action_spec", action_key)]
             input_spec[_path("full_action_spec", chunk_key)] = self._stacked(spec, bdims)
@@ -285,10 +302,12 @@ class MultiAction(Transform):
         if self.stack_rewards:
             rewards = output_spec["full_reward_spec"]
             for key in list(rewards.keys(True, True)):
+                self._refuse_group(rewards, key, "reward", bdims, "build it with stack_rewards=False.")
                 rewards[key] = self._stacked(rewards[key], bdims)
         if self.stack_observations:
             observations = output_spec["full_observation_spec"]
             for key in list(observations.keys(True, True)):
+                self._refuse_group(observations, key, "observation", bdims, "build it with stack_observations=False.")
                 observations[key] = self._stacked(observations[key], bdims)
         return output_spec
 
