@@ -11,7 +11,7 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
-from torchrl.data.tensor_specs import Bounded, Composite, Unbounded
+from torchrl.data.tensor_specs import Composite, Unbounded
 from torchrl.envs import EnvBase, TransformedEnv, check_env_specs
 from torchrl.envs.transforms import (
     BatchSizeTransform,
@@ -198,3 +198,183 @@ class TestTensorDictPrimerGroup(GroupContract):
         out = env.reset(td)
         assert out["agents", "hidden"][0].unique().tolist() == [1.5]  # every agent of env 0 reset
         assert out["agents", "hidden"][1].unique().tolist() == [7.0]  # env 1 keeps its agents' states
+
+
+# --------------------------------------------------------------------------------------------------------
+# device, shapes, stacking
+# --------------------------------------------------------------------------------------------------------
+class TestDeviceCastGroup(GroupContract):
+    def make_group_transform(self):
+        return DeviceCastTransform("cpu")  # env-level: every entry (the group's included) on the cast device
+
+    def check_group(self, data):
+        assert data.device == torch.device("cpu") and data["next", "agents"].device == torch.device("cpu")
+        _group_untouched(data)
+
+    def test_group_spec_device(self):
+        env = TransformedEnv(AgentsEnv(batch_size=(2,)), self.make_group_transform())
+        assert env.device == torch.device("cpu")
+        assert env.observation_spec["agents"].shape == (2, 3) and env.observation_spec[OBS].device == torch.device("cpu")
+        assert env.full_action_spec[ACT].device == torch.device("cpu")
+
+    def test_group_keys_only(self):
+        env = TransformedEnv(AgentsEnv(batch_size=(2,)), DeviceCastTransform("cpu", in_keys=[OBS], in_keys_inv=[ACT]))
+        check_env_specs(env, seed=0)
+        assert env.observation_spec[OBS].device == torch.device("cpu") and env.observation_spec[OBS].shape == (2, 3, 3)
+
+
+class TestFlattenObservationGroup(GroupContract):
+    def make_group_transform(self):
+        # the agents' observations flattened into one root vector (a centralised critic's input)
+        return FlattenObservation(-2, -1, in_keys=[OBS], out_keys=["all_agents"])
+
+    def check_group(self, data):
+        obs = data["next", *OBS]
+        torch.testing.assert_close(data["next", "all_agents"], obs.reshape(*obs.shape[:-2], 9))
+        _group_untouched(data)
+
+    @pytest.mark.parametrize("out_key", [OBS, ("agents", "flat")])
+    def test_flatten_into_group_refused(self, out_key):
+        # TorchRL 0.14.1 refuses it too (ValueError, spec (2, 9) vs Composite (2, 3)) when the specs are built
+        with pytest.raises(ValueError, match=r"\('agents', '(observation|flat)'\) has shape torch.Size\(\[2, 9\]\).*"
+                           r"Composite's shape torch.Size\(\[2, 3\]\)"):
+            TransformedEnv(AgentsEnv(batch_size=(2,)), FlattenObservation(-2, -1, in_keys=[OBS], out_keys=[out_key]))
+
+
+class PixelAgentsEnv(AgentsEnv):
+    """AgentsEnv with a per-agent image ``("agents", "pixels")`` (2, 4) ``= x * [[0..3], [4..7]]``."""
+
+    def __init__(self, batch_size=(), **kwargs):
+        super().__init__(batch_size=batch_size, **kwargs)
+        group = (*self.batch_size, self.n_agents)
+        self.observation_spec["agents", "pixels"] = Unbounded(shape=(*group, 2, 4))
+
+    def _obs(self):
+        out = super()._obs()
+        out.set(("agents", "pixels"), self._x.unsqueeze(-1) * torch.arange(8.0).view(2, 4))
+        return out
+
+
+class TestPermuteGroup(GroupContract):
+    def make_group_transform(self):
+        return PermuteTransform((-1, -2), in_keys=[("agents", "pixels")], out_keys=[("agents", "pixels_t")])
+
+    def check_group(self, data):
+        t = data["next", "agents", "pixels_t"]
+        assert t.shape[-3:] == (3, 4, 2)
+        torch.testing.assert_close(t, data["next", "agents", "pixels"].transpose(-1, -2))
+        x = torch.atanh(data["next", *OBS][..., 0])  # pixels_t[..., j, i] = x * (4 i + j)
+        torch.testing.assert_close(t[..., 3, 1], x * 7.0, atol=1e-3, rtol=1e-3)
+
+    @pytest.mark.parametrize("batch_size", [(), (2,)])
+    def test_group_env(self, batch_size):
+        env = TransformedEnv(PixelAgentsEnv(batch_size=batch_size), self.make_group_transform())
+        check_env_specs(env, seed=0)
+        assert env.observation_spec["agents", "pixels_t"].shape == (*batch_size, 3, 4, 2)
+        data = env.rollout(4, break_when_any_done=False)
+        assert data.get("agents").batch_size == (*batch_size, 4, 3)
+        self.check_group(data)
+
+    def test_group_serial_env(self):
+        from torchrl.envs import SerialEnv
+
+        env = TransformedEnv(SerialEnv(2, PixelAgentsEnv), self.make_group_transform())
+        try:
+            check_env_specs(env, seed=0)
+            self.check_group(env.rollout(4, break_when_any_done=False))
+        finally:
+            env.close(raise_if_closed=False)
+
+
+class SplitAgentsEnv(AgentsEnv):
+    """AgentsEnv with one group per agent: ``"agent_i"`` holds agent i's observation, action and reward."""
+
+    def __init__(self, batch_size=(), **kwargs):
+        super().__init__(batch_size=batch_size, **kwargs)
+        shape, names = self.batch_size, [f"agent_{i}" for i in range(self.n_agents)]
+        obs, act, rew = self.observation_spec, self.full_action_spec, self.full_reward_spec
+        self.observation_spec = Composite(
+            {n: Composite(observation=obs["agents", "observation"][..., i, :], shape=shape) for i, n in enumerate(names)},
+            observation=obs["observation"], shape=shape)
+        self.full_action_spec = Composite(
+            {n: Composite(action=act["agents", "action"][..., i, :], shape=shape) for i, n in enumerate(names)}, shape=shape)
+        self.full_reward_spec = Composite(
+            {n: Composite(reward=rew["agents", "reward"][..., i, :], shape=shape) for i, n in enumerate(names)}, shape=shape)
+        self.names = names
+
+    def _split(self, out):
+        group = out.pop("agents")
+        for i, n in enumerate(self.names):
+            out.set(n, group[..., i])
+        return out
+
+    def _reset(self, tensordict, **kwargs):
+        return self._split(super()._reset(tensordict, **kwargs))
+
+    def _step(self, tensordict):
+        action = torch.stack([tensordict.get((n, "action")) for n in self.names], -2)
+        return self._split(super()._step(tensordict.copy().set(("agents", "action"), action)))
+
+
+NAMES = ["agent_0", "agent_1", "agent_2"]
+
+
+class TestStackGroup(GroupContract):
+    """TorchRL's documented use: per-agent groups ``"agent_i"`` stacked into one group ``"agents"`` (and the
+    stacked action split back), so that the stacked env looks like AgentsEnv."""
+
+    def make_group_transform(self):
+        return Stack(in_keys=NAMES, out_key="agents", in_key_inv="agents", out_keys_inv=NAMES)
+
+    def check_group(self, data):
+        assert not any(n in data.keys() or n in data["next"].keys() for n in NAMES)
+        assert data["agents", "action"].shape[-2:] == (3, 1)
+        _group_untouched(data)
+
+    @pytest.mark.parametrize("batch_size", [(), (2,)])
+    def test_group_env(self, batch_size):
+        env = TransformedEnv(SplitAgentsEnv(batch_size=batch_size), self.make_group_transform())
+        check_env_specs(env, seed=0)
+        # the same structure as TorchRL 0.14.1 on this env: one group of shape (*batch, 3) in every spec
+        for spec in (env.observation_spec, env.full_action_spec, env.full_reward_spec):
+            assert spec["agents"].shape == (*batch_size, 3)
+        assert env.action_keys == [ACT] and env.reward_keys == [REW]
+        data = env.rollout(4, break_when_any_done=False)
+        assert data.get("agents").batch_size == (*batch_size, 4, 3)
+        self.check_group(data)
+
+    def test_group_serial_env(self):
+        from torchrl.envs import SerialEnv
+
+        env = TransformedEnv(SerialEnv(2, SplitAgentsEnv), self.make_group_transform())
+        try:
+            check_env_specs(env, seed=0)
+            self.check_group(env.rollout(4, break_when_any_done=False))
+        finally:
+            env.close(raise_if_closed=False)
+
+    def test_stacked_action_reaches_each_agent(self):
+        env = TransformedEnv(SplitAgentsEnv(batch_size=(2,)), self.make_group_transform())
+        td = env.reset()
+        x0 = torch.atanh(td[OBS][..., 0])
+        td[ACT] = torch.tensor([0.1, -0.2, 0.3]).view(1, 3, 1).expand(2, 3, 1)
+        out = env.step(td)
+        # agent i moved by its own slice of the stacked action
+        expected = (x0 + torch.tensor([0.1, -0.2, 0.3])).clamp(-3, 3)
+        torch.testing.assert_close(-out["next", *REW][..., 0], expected**2, atol=1e-5, rtol=1e-5)
+
+    @pytest.mark.parametrize("out_key", ["all_obs", ("team", "observation")])
+    def test_stack_leaves(self, out_key):
+        # leaves of the per-agent groups stacked along a new agent dim (-2) at the root or under a new key;
+        # the stacked action is split back per agent. TorchRL 0.14.1 builds the same observation entry but
+        # keeps the per-agent action specs (its inverse specs skip leaf keys); here the specs show the stacked
+        # action ("team", "action") instead, as for whole groups.
+        t = Stack([(n, "observation") for n in NAMES], out_key, in_key_inv=("team", "action"),
+                  out_keys_inv=[(n, "action") for n in NAMES], dim=-2)
+        env = TransformedEnv(SplitAgentsEnv(batch_size=(2,)), t)
+        check_env_specs(env, seed=0)
+        assert env.observation_spec[out_key].shape == (2, 3, 3) and env.full_action_spec["team", "action"].shape == (2, 3, 1)
+        data = env.rollout(3, break_when_any_done=False)
+        obs = data["next", out_key]
+        rew = torch.stack([data["next", n, "reward"] for n in NAMES], -2)  # -x^2 per agent
+        torch.testing.assert_close(obs[..., :1] ** 2, torch.tanh(rew.neg().sqrt()) ** 2, atol=1e-5, rtol=1e-5)
