@@ -72,7 +72,8 @@ class DecodeVideoTransform(Transform):
       whose ``decode`` does the work.
 
     Encoded video and files are decoded with PyAV (the first video stream, all its frames, in RGB) into a
-    ``(T, 3, H, W)`` tensor per element; a batch of elements gives ``(*batch, T, 3, H, W)`` (every video
+    ``(T, 3, H, W)`` tensor per element; a batch of elements gives ``(*batch, T, 3, H, W)``, where ``batch`` is the batch shape of the
+    tensordict holding the entry (a group's, e.g. ``("agents", "clip")``, includes its agent dim; every video
     must then have the same number and size of frames). The frames are written at ``out_keys``. There is
     no inverse. In an environment, elements missing from the data are skipped; elsewhere a missing
     ``in_key`` raises ``KeyError``. No specs are declared for the frames (as in TorchRL, this transform
@@ -150,8 +151,10 @@ class DecodeVideoTransform(Transform):
         return frames
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
-        batch = next_tensordict.batch_size
         for in_key, out_key in zip(self.in_keys, self.out_keys):
+            # one video per element of the tensordict holding the entry: a group's (e.g. ("agents", "clip"))
+            # batch shape includes its agent dim
+            batch = _holder(next_tensordict, in_key).batch_size
             value = next_tensordict.get(in_key, None)
             if value is None:
                 if self._missing_tolerance:
@@ -185,6 +188,15 @@ class DecodeVideoTransform(Transform):
 
     def __repr__(self) -> str:
         return f"DecodeVideoTransform(in_keys={self.in_keys}, out_keys={self.out_keys}, device={self.device}, dtype={self.dtype})"
+
+
+def _holder(tensordict: TensorDictBase, key: NestedKey) -> TensorDictBase:
+    """The (sub-)tensordict that holds the entry ``key``: ``tensordict`` itself for a root key."""
+    if isinstance(key, tuple) and len(key) > 1:
+        parent = tensordict.get(key[:-1], None)
+        if isinstance(parent, TensorDictBase):
+            return parent
+    return tensordict
 
 
 def _flatten(items: list) -> list:
