@@ -378,3 +378,166 @@ class TestStackGroup(GroupContract):
         obs = data["next", out_key]
         rew = torch.stack([data["next", n, "reward"] for n in NAMES], -2)  # -x^2 per agent
         torch.testing.assert_close(obs[..., :1] ** 2, torch.tanh(rew.neg().sqrt()) ** 2, atol=1e-5, rtol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------------------
+# cleaning, checking, compressing, modules
+# --------------------------------------------------------------------------------------------------------
+class EmptyInfoAgentsEnv(AgentsEnv):
+    """AgentsEnv whose group also declares an empty per-agent ``("agents", "info")`` and an empty root
+    group ``"team"`` of shape (*batch, 3)."""
+
+    def __init__(self, batch_size=(), **kwargs):
+        super().__init__(batch_size=batch_size, **kwargs)
+        group = (*self.batch_size, self.n_agents)
+        self.observation_spec["agents", "info"] = Composite(shape=group)
+        self.observation_spec["team"] = Composite(shape=group)
+
+    def _obs(self):
+        out = super()._obs()
+        group = (*self.batch_size, self.n_agents)
+        out.set(("agents", "info"), TensorDict(batch_size=group))
+        out.set("team", TensorDict(batch_size=group))
+        return out
+
+
+class TestRemoveEmptySpecsGroup(GroupContract):
+    def make_group_transform(self):
+        return RemoveEmptySpecs()  # on AgentsEnv nothing is empty: the group passes untouched
+
+    def check_group(self, data):
+        _group_untouched(data)
+
+    @pytest.mark.parametrize("batch_size", [(), (2,)])
+    def test_empty_group_entries_removed(self, batch_size):
+        # TorchRL 0.14.1 gives the same keys: the empty per-agent "info" and empty group "team" go, the
+        # "agents" group (not empty) keeps its shape
+        env = TransformedEnv(EmptyInfoAgentsEnv(batch_size=batch_size), RemoveEmptySpecs())
+        check_env_specs(env, seed=0)
+        assert set(env.observation_spec.keys(True)) == {OBS, "agents", "observation"}
+        assert env.observation_spec["agents"].shape == (*batch_size, 3)
+        data = env.rollout(3)
+        assert ("agents", "info") not in data["next"].keys(True) and "team" not in data["next"].keys()
+        assert data["next", "agents"].batch_size == (*batch_size, 3, 3)
+
+
+class TestFiniteTensorDictCheckGroup(GroupContract):
+    def make_group_transform(self):
+        return FiniteTensorDictCheck()
+
+    def check_group(self, data):
+        _group_untouched(data)
+
+    def test_nan_in_group_named(self):
+        class NanAgentsEnv(AgentsEnv):
+            def _step(self, tensordict):
+                out = super()._step(tensordict)
+                out["agents", "reward"][..., 1, :] = float("nan")  # agent 1's reward
+                return out
+
+        env = TransformedEnv(NanAgentsEnv(batch_size=(2,)), self.make_group_transform())
+        td = env.reset()
+        with pytest.raises(ValueError, match=r"Encountered a non-finite tensor.*\('agents', 'reward'\).* 2 NaN"):
+            env.step(env.rand_action(td))
+
+
+class TestNextObservationDeltaGroup(GroupContract):
+    def make_group_transform(self):
+        return NextObservationDelta([OBS, "observation"])
+
+    def check_group(self, data):
+        delta = data["next", "delta", *OBS]
+        assert delta.dtype == torch.float16 and data["next", "delta", "agents"].batch_size == data["next", "agents"].batch_size
+        torch.testing.assert_close(delta, (data["next", *OBS] - data[OBS]).half())
+        torch.testing.assert_close(data["next", "delta", "observation"], (data["next", "observation"] - data["observation"]).half())
+
+    def test_rebuild_group_from_buffer(self):
+        # the buffer side rebuilds ("next", "agents", "observation") from the root one plus the delta,
+        # within float16's precision, agent dim included (also when the whole ("next", "agents") is gone)
+        t = self.make_group_transform()
+        data = TransformedEnv(AgentsEnv(batch_size=(2,)), t).rollout(4, break_when_any_done=False)
+        rebuilt = t(data.exclude(("next", "agents"), ("next", "observation")))
+        assert rebuilt["next", "agents"].batch_size == (2, 4, 3) and "delta" not in rebuilt["next"].keys()
+        torch.testing.assert_close(rebuilt["next", *OBS], data["next", *OBS], atol=2e-3, rtol=0)
+
+
+class TestNextStateReconstructorGroup(GroupContract):
+    def make_group_transform(self):
+        return NextStateReconstructor([OBS], traj_key=None)  # in an env it does nothing
+
+    def check_group(self, data):
+        _group_untouched(data)
+
+    def test_rebuild_group_on_flat_batch(self):
+        data = AgentsEnv().rollout(8, break_when_any_done=False)  # two 4-step episodes
+        flat = data.exclude(("next", *OBS))
+        out = NextStateReconstructor([OBS], traj_key=None)(flat)
+        rebuilt, obs = out["next", *OBS], data[OBS]
+        assert rebuilt.shape == (8, 3, 3)
+        # row i gets row i+1's agents' observations, except at episode ends (done) and the last row
+        for i in (0, 1, 2, 4, 5, 6):
+            torch.testing.assert_close(rebuilt[i], obs[i + 1])
+        assert rebuilt[[3, 7]].isnan().all()
+
+
+class TestModuleTransformGroup(GroupContract):
+    @staticmethod
+    def _linear():
+        torch.manual_seed(0)
+        return torch.nn.Linear(3, 2)
+
+    def make_group_transform(self):
+        module = TensorDictModule(self._linear(), in_keys=[OBS], out_keys=[("agents", "feature")])
+        return ModuleTransform(module=module, no_grad=True)
+
+    def check_group(self, data):
+        linear = self._linear()
+        with torch.no_grad():
+            torch.testing.assert_close(data["next", "agents", "feature"], linear(data["next", *OBS]))
+
+    def test_group_spec_inferred(self):
+        env = TransformedEnv(AgentsEnv(batch_size=(2,)), self.make_group_transform())
+        assert env.observation_spec["agents"].shape == (2, 3) and env.observation_spec["agents", "feature"].shape == (2, 3, 2)
+
+
+class TestRNDGroup(GroupContract):
+    @staticmethod
+    def _nets():
+        torch.manual_seed(0)
+        return torch.nn.Linear(3, 4), torch.nn.Linear(3, 4)
+
+    def make_group_transform(self):
+        target, predictor = self._nets()
+        return RNDTransform(target, predictor, in_keys=[OBS], out_keys=[("agents", "intrinsic_reward")],
+                            normalize_obs=False, normalize_reward=False)
+
+    def check_group(self, data):
+        target, predictor = self._nets()
+        obs = data["next", *OBS]
+        with torch.no_grad():
+            expected = (target(obs) - predictor(obs)).pow(2).mean(-1, keepdim=True)  # one bonus per agent
+        torch.testing.assert_close(data["next", "agents", "intrinsic_reward"], expected)
+
+    def test_normalized_per_agent(self):
+        target, predictor = self._nets()
+        t = RNDTransform(target, predictor, in_keys=[OBS], out_keys=[("agents", "intrinsic_reward")])
+        env = TransformedEnv(AgentsEnv(batch_size=(2,)), t)
+        data = env.rollout(3, break_when_any_done=False)
+        assert data["next", "agents", "intrinsic_reward"].shape == (2, 3, 3, 1)
+        assert t.obs_rms.mean.shape == (3,)  # statistics of an agent's observation, shared by the agents
+        assert env.full_reward_spec["agents", "intrinsic_reward"].shape == (2, 3, 1)
+
+    def test_bonus_at_root_keeps_agent_dim(self):
+        # out_key at the root: still one bonus per agent, the root entry has the agent dim (TorchRL 0.14.1:
+        # spec (2, 3, 1), data (2, T, 3, 1))
+        target, predictor = self._nets()
+        t = RNDTransform(target, predictor, in_keys=[OBS], out_keys=["bonus"], normalize_obs=False,
+                         normalize_reward=False)
+        env = TransformedEnv(AgentsEnv(batch_size=(2,)), t)
+        assert env.full_reward_spec["bonus"].shape == (2, 3, 1)
+        check_env_specs(env, seed=0)
+        data = env.rollout(3, break_when_any_done=False)
+        obs = data["next", *OBS]
+        with torch.no_grad():
+            expected = (target(obs) - predictor(obs)).pow(2).mean(-1, keepdim=True)
+        torch.testing.assert_close(data["next", "bonus"], expected)

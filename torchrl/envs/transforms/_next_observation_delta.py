@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
 from torchrl.envs._done import as_tuple
@@ -18,6 +18,18 @@ _INT_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, t
 
 def _delta_key(key: NestedKey) -> tuple:
     return ("next", "delta", *as_tuple(key))
+
+
+def _set_grouped(tensordict: TensorDictBase, key: tuple, value: torch.Tensor, source: TensorDictBase, skip: int) -> None:
+    """Sets ``tensordict[key] = value``, first creating the sub-TensorDicts along ``key`` that are missing
+    with the batch size of their counterpart in ``source`` (``key[skip:]`` prefixes: a group ``"agents"``
+    keeps its agent dim under ``("next", "delta")``)."""
+    for i in range(skip + 1, len(key)):
+        if tensordict.get(key[:i], None) is None:
+            like = source.get(key[skip:i], None)
+            if isinstance(like, TensorDictBase):
+                tensordict.set(key[:i], TensorDict(batch_size=like.batch_size, device=like.device))
+    tensordict.set(key, value)
 
 
 class NextObservationDelta(Transform):
@@ -133,7 +145,7 @@ class NextObservationDelta(Transform):
             new, old = next_tensordict.get(key, None), tensordict.get(key, None)
             if new is None or old is None:
                 continue
-            next_tensordict.set(("delta", *as_tuple(key)), (new - old).to(self.delta_dtype))
+            _set_grouped(next_tensordict, ("delta", *as_tuple(key)), (new - old).to(self.delta_dtype), next_tensordict, 1)
         return next_tensordict
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
@@ -146,7 +158,7 @@ class NextObservationDelta(Transform):
             if root is None or delta is None:
                 continue
             dtype = root.dtype if self.restore_dtype == "root" else self.restore_dtype
-            tensordict.set(("next", *as_tuple(key)), (root.to(dtype) + delta.to(dtype)).to(dtype))
+            _set_grouped(tensordict, ("next", *as_tuple(key)), (root.to(dtype) + delta.to(dtype)).to(dtype), tensordict, 1)
             if self.drop_delta:
                 tensordict.del_(_delta_key(key))
         if self.drop_delta:
@@ -162,7 +174,8 @@ class NextObservationDelta(Transform):
         for key in self.in_keys:
             value = fake_tensordict.get(("next", *as_tuple(key)), None)
             if value is not None:
-                fake_tensordict.set(_delta_key(key), torch.zeros_like(value, dtype=self.delta_dtype))
+                _set_grouped(fake_tensordict, _delta_key(key), torch.zeros_like(value, dtype=self.delta_dtype),
+                             fake_tensordict.get("next"), 2)
         return fake_tensordict
 
     def __repr__(self) -> str:

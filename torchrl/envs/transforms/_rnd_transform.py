@@ -24,7 +24,8 @@ class RNDTransform(Transform):
        :class:`RunningMeanStd`, updated with it first) and clips it to ``[-obs_clip, obs_clip]``;
     2. feeds it to the frozen ``target_network`` and the trainable ``predictor_network``;
     3. writes the mean squared difference of their outputs, shape ``(*batch, 1)``, at ``out_keys[0]`` (a
-       new reward entry);
+       new reward entry); for an observation in a group (``("agents", "observation")``) the batch is the
+       group's, so each agent gets its own bonus (wherever ``out_keys[0]`` is, as TorchRL);
     4. optionally divides that reward by the running standard deviation of the rewards it produced (no
        mean subtracted) and clips it to ``[-reward_clip, reward_clip]``.
 
@@ -94,6 +95,7 @@ class RNDTransform(Transform):
         self.reward_clip = float(reward_clip)
         self._obs_rms: RunningMeanStd | None = None
         self._reward_rms: RunningMeanStd | None = None
+        self._bonus_batch: torch.Size | None = None  # the observation's group shape (None: the env's)
 
     @property
     def obs_rms(self) -> RunningMeanStd | None:
@@ -104,6 +106,12 @@ class RNDTransform(Transform):
     def reward_rms(self) -> RunningMeanStd | None:
         """Running intrinsic-reward statistics (``None`` before the first step or when ``normalize_reward=False``)."""
         return self._reward_rms
+
+    @property
+    def _in_group(self) -> tuple:
+        """The key of the container of ``in_keys[0]`` (``()`` at the root)."""
+        key = self.in_keys[0]
+        return tuple(key[:-1]) if isinstance(key, tuple) else ()
 
     # -- data ---------------------------------------------------------------------------------------------
     def _intrinsic_reward(self, obs: torch.Tensor, batch_dims: int) -> torch.Tensor:
@@ -137,7 +145,10 @@ class RNDTransform(Transform):
                 f"RNDTransform: key {in_key!r} not found; available keys: "
                 f"{sorted(map(str, next_tensordict.keys(include_nested=True, leaves_only=True)))}."
             )
-        fast_set(next_tensordict, self.out_keys[0], self._intrinsic_reward(obs, next_tensordict.batch_dims))
+        # one bonus per entry of the observation's container: per agent when it sits in a group ("agents", ...)
+        group = next_tensordict.get(self._in_group, None) if self._in_group else None
+        batch_dims = group.batch_dims if isinstance(group, TensorDictBase) else next_tensordict.batch_dims
+        fast_set(next_tensordict, self.out_keys[0], self._intrinsic_reward(obs, batch_dims))
         return next_tensordict
 
     def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
@@ -153,12 +164,18 @@ class RNDTransform(Transform):
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
 
     # -- specs --------------------------------------------------------------------------------------------
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
+        observations, group = output_spec["full_observation_spec"], self._in_group
+        self._bonus_batch = observations[group].shape if group and group in observations.keys(True) else None
+        return super().transform_output_spec(output_spec)
+
     def transform_reward_spec(self, reward_spec: TensorSpec) -> TensorSpec:
         if not isinstance(reward_spec, Composite):
             raise TypeError(f"RNDTransform: expects the env's full reward spec (a Composite), got {type(reward_spec).__name__}.")
         param = next(self.predictor_network.parameters(), None)
         dtype = torch.get_default_dtype() if param is None or not param.is_floating_point() else param.dtype
-        reward_spec[self.out_keys[0]] = Unbounded(shape=reward_spec.shape + (1,), dtype=dtype, device=reward_spec.device)
+        shape = self._bonus_batch or reward_spec.shape
+        reward_spec[self.out_keys[0]] = Unbounded(shape=shape + (1,), dtype=dtype, device=reward_spec.device)
         return reward_spec
 
     def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
