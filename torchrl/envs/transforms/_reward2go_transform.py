@@ -32,7 +32,9 @@ class Reward2GoTransform(Transform):
 
     where the sum stops at the end of each trajectory: the first ``("next", done_key)`` flag at or after
     ``t``, or the end of the data (a trajectory cut by the end of the batch sums what it has). The time
-    dimension is the last batch dim (the reward's second-to-last dim). The computation is vectorised
+    dimension is the data's last batch dim (the reward's second-to-last dim for a root reward; a group's
+    reward, e.g. ``("next", "agents", "reward")`` of shape ``[T, n_agents, 1]``, gets one reward-to-go per
+    agent, under root done flags broadcast over the agents or under per-agent ones). The computation is vectorised
     (:func:`torchrl.objectives.value.functional.reward2go`).
 
     The transform works as an inverse: it runs on ``ReplayBuffer.extend`` (or ``transform.inv(data)``);
@@ -129,16 +131,21 @@ class Reward2GoTransform(Transform):
             reward = tensordict.get(in_key, None)
             if reward is None:
                 raise KeyError(f"Reward2GoTransform: reward {in_key!r} not found in the data.")
-            tensordict.set(out_key, self._reward_to_go(reward, done, in_key))
+            tensordict.set(out_key, self._reward_to_go(reward, done, in_key, tensordict.ndim))
         return tensordict
 
-    def _reward_to_go(self, reward: torch.Tensor, done: torch.Tensor, key: NestedKey) -> torch.Tensor:
+    def _reward_to_go(self, reward: torch.Tensor, done: torch.Tensor, key: NestedKey, batch_ndim: int) -> torch.Tensor:
         if reward.ndim < 2:
             raise IndexError(
                 f"Reward2GoTransform: reward {key!r} has shape {tuple(reward.shape)}; it needs a time dim and a "
                 f"trailing feature dim (e.g. [T, 1])."
             )
         if done.shape != reward.shape:  # e.g. one done flag for a multi-dimensional reward
+            if batch_ndim and done.ndim < reward.ndim:
+                # a group's reward (*batch, n_agents, 1) under root flags (*batch, 1): the flags hold for
+                # every agent, so they gain the group's dims right after the data's batch dims
+                extra = (1,) * (reward.ndim - done.ndim)
+                done = done.reshape(*done.shape[:batch_ndim], *extra, *done.shape[batch_ndim:])
             try:
                 done = done.expand_as(reward)
             except RuntimeError:
@@ -151,7 +158,9 @@ class Reward2GoTransform(Transform):
         # implementation is reached at call time.
         from torchrl.objectives.value.functional import reward2go
 
-        return reward2go(reward, done, self.gamma.to(reward.dtype), time_dim=-2)
+        # time is the data's last batch dim, also for a group's reward that has agent dims after it
+        time_dim = batch_ndim - 1 if batch_ndim else -2
+        return reward2go(reward, done, self.gamma.to(reward.dtype), time_dim=time_dim)
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         return next_tensordict  # sampled data already hold rewards-to-go
