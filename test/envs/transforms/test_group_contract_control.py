@@ -9,21 +9,27 @@ import torch
 from tensordict import TensorDict
 
 from torchrl.data.tensor_specs import Binary, Bounded, Composite, MultiCategorical, OneHot, Unbounded
-from torchrl.envs import SerialEnv, TransformedEnv, check_env_specs
+from torchrl.envs import AutoResetEnv, SerialEnv, TransformedEnv, check_env_specs
 from torchrl.envs.transforms import (
+    ActionChunkTransform,
     ActionDiscretizer,
     ActionMask,
     ActionScaling,
+    AutoResetTransform,
+    ConditionalPolicySwitch,
     ConditionalSkip,
     DiscreteActionProjection,
     EndOfLifeTransform,
     FlattenAction,
+    FrameSkipTransform,
     MeanActionSelector,
     MultiAction,
     NoopResetEnv,
+    PolicyAgeFilter,
     SuccessReward,
     TargetReturn,
     TerminateTransform,
+    VecGymEnvTransform,
     gSDENoise,
 )
 
@@ -57,11 +63,11 @@ class RecordingAgentsEnv(AgentsEnv):
             leaf, rec = OneHot(4, shape=(*group, 4)), Unbounded(shape=(*group, 1))
         self.full_action_spec = Composite(agents=Composite(action=leaf, shape=group), shape=self.batch_size)
         obs = self.observation_spec.clone()
-        if autoreset == "vec":
-            obs["final"] = obs.clone()
         obs["agents", "received"] = rec
         obs["agents", "success"] = Binary(1, shape=(*group, 1), dtype=torch.bool)
         obs["count"] = Unbounded(shape=(*self.batch_size, 1), dtype=torch.int64)
+        if autoreset == "vec":
+            obs["final"] = obs.clone()
         if action == "onehot":
             obs["agents", "action_mask"] = Binary(4, shape=(*group, 4), dtype=torch.bool)
         self.observation_spec = obs
@@ -87,9 +93,10 @@ class RecordingAgentsEnv(AgentsEnv):
             out.set("terminated", torch.zeros(*self.batch_size, 1, dtype=torch.bool))
         else:
             out = super()._reset(tensordict, **kwargs)
+        out = self._extras(out, torch.zeros(self.observation_spec[RECEIVED].shape))
         if self.autoreset == "vec":
-            out.set("final", self._obs())
-        return self._extras(out, torch.zeros(self.observation_spec[RECEIVED].shape))
+            out.set("final", out.clone())
+        return out
 
     def _step(self, tensordict):
         action = tensordict.get(ACT)
@@ -112,16 +119,17 @@ class RecordingAgentsEnv(AgentsEnv):
         out.set("done", done)
         out.set("terminated", done.clone())
         if self.autoreset and done.any():
-            if self.autoreset == "vec":
-                out.set("final", self._obs())
+            if self.autoreset == "vec":  # every observation of the episode's last step
+                out.set("final", self._extras(self._obs(), received).exclude(("agents", "action_mask")))
             fresh = torch.rand(self._x.shape, generator=self._gen) * 2 - 1
             self._x = torch.where(done.unsqueeze(-1), fresh, self._x)
             self._count = torch.where(done, 0, self._count)
             restarted = self._obs()
             out.update(restarted)
-        elif self.autoreset == "vec":
-            out.set("final", self._obs())
-        return self._extras(out, received)
+        out = self._extras(out, received)
+        if self.autoreset == "vec" and "final" not in out.keys():
+            out.set("final", out.clone())
+        return out
 
 
 def make_env(batch_size=(), **kwargs):
@@ -511,3 +519,123 @@ class TestEndOfLifeGroup(RecordingGroupContract):
         assert torch.equal(data["next", "lives"], 3 - count // 2)
         assert torch.equal(data["next", "end-of-life"].squeeze(-1), (count % 2 == 0) | done)
         assert torch.equal(data["lives"], 3 - data["count"].squeeze(-1) // 2)  # reset rows start again at 3
+
+
+class TestAutoResetGroup:
+    @pytest.mark.parametrize("batch_size", [(), (2,)])
+    def test_group_auto_reset(self, batch_size):
+        # a 0 fill for floats (NaN is outside the Bounded observation spec that check_env_specs checks)
+        env = AutoResetEnv(make_env(batch_size, stagger=bool(batch_size), autoreset="auto"), AutoResetTransform(fill_float=0.0))
+        check_env_specs(env, seed=0)
+        torch.manual_seed(0)
+        data = env.rollout(8, break_when_any_done=False)
+        assert data.get("agents").batch_size == (*batch_size, 8, 3)
+        done = data["next", "done"].squeeze(-1)
+        assert done.any() and not done.all()
+        # done steps: the env's outputs belong to the next episode, so the transform fills them, per agent
+        assert not data["next", *OBS][done].any() and (data["next", "count"][done] == -1).all()
+        assert not data["next", "agents", "success"][done].any()
+        # the next step starts from the stored first observation of the new episode
+        after = torch.cat([torch.zeros_like(done[..., :1]), done[..., :-1]], -1)
+        assert (data["count"][after] == 0).all() and data[OBS][after].isfinite().all()
+        live = ~done
+        x, nx = data[OBS][..., 0].atanh(), data["next", *OBS][..., 0].atanh()
+        moved = (x + data["next", *RECEIVED][..., 0]).clamp(-3, 3)
+        torch.testing.assert_close(nx[live], moved[live], atol=2e-3, rtol=1e-3)
+
+
+class TestVecGymGroup:
+    @pytest.mark.parametrize("batch_size", [(), (2,)])
+    def test_group_final_observations(self, batch_size):
+        env = TransformedEnv(make_env(batch_size, stagger=bool(batch_size), autoreset="vec"), VecGymEnvTransform())
+        assert "final" not in env.observation_spec.keys()
+        check_env_specs(env, seed=0)
+        torch.manual_seed(0)
+        data = env.rollout(8, break_when_any_done=False)
+        assert "final" not in data["next"].keys() and data.get("agents").batch_size == (*batch_size, 8, 3)
+        done = data["next", "done"].squeeze(-1)
+        assert done.any() and not done.all()
+        # every step, done ones included, ends where the agents moved: the final observations are put back
+        assert_moves(data)
+        assert (data["next", "count"][done] == data["count"][done] + 1).all()
+        # and the next episode starts from the observations the env returned at the done step
+        after = torch.cat([torch.zeros_like(done[..., :1]), done[..., :-1]], -1)
+        assert (data["count"][after] == 0).all()
+
+
+class TestFrameSkipGroup(RecordingGroupContract):
+    def make_group_transform(self):
+        return FrameSkipTransform(2)
+
+    def check_group(self, data):
+        count = data["next", "count"]
+        assert ((count == 2) | (count == 4)).all()  # two env steps per step
+        torch.testing.assert_close(data["next", *RECEIVED], data[ACT])  # the same action repeated
+        x0 = data[OBS][..., 0:1].atanh()
+        x1 = (x0 + data[ACT]).clamp(-3, 3)
+        x2 = (x1 + data[ACT]).clamp(-3, 3)
+        torch.testing.assert_close(data["next", *REW], -(x1 * x1) - (x2 * x2), atol=2e-2, rtol=1e-2)  # summed per agent
+
+    def test_partial_resets(self):
+        data = staggered_rollout(FrameSkipTransform(2), steps=5)
+        done = data["next", "done"]
+        assert torch.equal(data["count"][:, 1:], torch.where(done[:, :-1], 0, data["next", "count"][:, :-1]))
+        # the repeats stop as soon as any row is done (documented; TorchRL 0.14.1 steps every row twice, done
+        # or not: next counts [[2, 2, 2, 2, 2], [2, 4, 2, 4, 2]])
+        assert data["next", "count"].squeeze(-1).tolist() == [[2, 1, 2, 2, 2], [2, 3, 1, 3, 2]]
+        assert data.get(("next", "agents")).batch_size == (2, 5, 3)
+
+
+class TestConditionalPolicySwitchGroup(RecordingGroupContract):
+    def make_group_transform(self):
+        # the opponent (zero actions for every agent) plays whenever the step count is odd
+        opponent = lambda td: td.set(ACT, torch.zeros(td.get(ACT).shape))  # noqa: E731
+        return ConditionalPolicySwitch(policy=opponent, condition=lambda td: td["count"] % 2 == 1)
+
+    def check_group(self, data):
+        count = data["next", "count"].squeeze(-1)
+        assert (count == torch.tensor([2, 4, 2, 4])).all()  # each outer step: our move, then the opponent's
+        assert not data["next", *RECEIVED].any()  # the last action the agents received: the opponent's
+        x, nx = data[OBS][..., 0].atanh(), data["next", *OBS][..., 0].atanh()
+        torch.testing.assert_close(nx, (x + data[ACT][..., 0]).clamp(-3, 3), atol=2e-3, rtol=1e-3)
+
+
+class TestPolicyAgeFilterGroup(RecordingGroupContract):
+    def make_group_transform(self):
+        return PolicyAgeFilter(5, 1, policy_version_key=("agents", "policy_version"))
+
+    def check_group(self, data):
+        assert "policy_version" not in data["agents"].keys()  # a no-op in an env
+        assert_moves(data)
+
+    def test_filters_group_data(self):
+        data = make_env((2,)).rollout(4, break_when_any_done=False)
+        version = torch.full((2, 4, 3), 5)
+        version[1, 2, 1] = 3  # one agent of row 1 acted with a policy 2 versions old
+        data.set(("agents", "policy_version"), version)
+        kept = self.make_group_transform()(data.clone())
+        assert kept.batch_size == (1, 4) and kept.get("agents").batch_size == (1, 4, 3)
+        assert torch.equal(kept[OBS], data[OBS][:1])
+        assert self.make_group_transform().inv(data.clone()).batch_size == (1, 4)  # on extend too
+
+
+class TestActionChunkGroup(RecordingGroupContract):
+    def make_group_transform(self):
+        return ActionChunkTransform(2, action_key=ACT, chunk_key=("agents", "chunk"), pad_key=("agents", "pad"))
+
+    def check_group(self, data):
+        assert "chunk" not in data["agents"].keys()  # appended to an env it changes nothing
+        assert_moves(data)
+
+    @pytest.mark.parametrize("time_dim", [-3, -2])
+    def test_group_actions_refused(self, time_dim):
+        # a group action (..., T, n_agents, 1) has the agent dim between time and action: refused as TorchRL
+        data = make_env((2,)).rollout(4, break_when_any_done=False)
+        t = ActionChunkTransform(2, action_key=ACT, chunk_key=("agents", "chunk"), pad_key=("agents", "pad"),
+                                 time_dim=time_dim, done_key=None)
+        if time_dim == -3:
+            with pytest.raises(ValueError, match=r"action dim to follow the time dim.*\('agents', 'action'\) of shape \(2, 4, 3, 1\)"):
+                t(data)
+        else:  # time_dim=-2 is the agent dim: chunks would run over agents, not time
+            out = t(data)
+            assert out["agents", "chunk"].shape == (2, 4, 3, 2, 1)
