@@ -242,6 +242,22 @@ class TestRandomCropGroup(GroupBufferContract):
             torch.testing.assert_close(out["next", *REW][row], data["next", *REW][0, steps])
 
 
+    def test_per_agent_mask(self):
+        # a step is valid when every agent's mask is set: trajectory 0 has 5 valid steps (one agent is masked
+        # at step 5), trajectory 1 has 4; windows of 4 start at 0 or 1, and at 0
+        data = torch.stack([group_trajectory(), group_trajectory()])
+        mask = torch.ones(2, T, N_AGENTS, dtype=torch.bool)
+        mask[0, 5, 1] = False
+        mask[1, 4:] = False
+        data.set(("agents", "mask"), mask)
+        t = RandomCropTensorDict(4, mask_key=("agents", "mask"))
+        torch.manual_seed(0)
+        starts = torch.stack([t(data)["step"][:, 0] for _ in range(40)])
+        assert set(starts[:, 0].tolist()) == {0, 1} and set(starts[:, 1].tolist()) == {0}
+        with pytest.raises(RuntimeError, match=r"shortest valid sequence \(\('agents', 'mask'\)\) has 4 steps"):
+            RandomCropTensorDict(5, mask_key=("agents", "mask"))(data)
+
+
 class TestCatFramesGroupBuffer(GroupBufferContract):
     """CatFrames on stored group trajectories (forward on sampled data): frames stack per agent, restart
     after each root done and are padded with the episode's first frame. TorchRL 0.14.1 gives the same numbers

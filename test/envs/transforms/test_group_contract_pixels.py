@@ -366,3 +366,27 @@ def test_decode_video_per_agent_clips_in_a_buffer():
         for a in range(3):
             expected = torch.from_numpy(_clip(10 * t + a)).permute(0, 3, 1, 2)
             assert torch.equal(frames[i, a], expected)
+
+
+def test_image_pipeline_on_stored_group_frames():
+    # the image transforms on sampled group data (a replay buffer's transform): the agent dim is a batch dim
+    env = AgentPixelEnv(batch_size=(2,))
+    env.set_seed(0)
+    data = env.rollout(3, break_when_any_done=False).reshape(-1)  # 6 transitions x 3 agents
+    pipeline = Compose(
+        ToTensorImage(in_keys=[PIX], out_keys=[IMG]),
+        CenterCrop(8, in_keys=[IMG], out_keys=[("agents", "crop")]),
+        Resize(4, 4, in_keys=[("agents", "crop")], out_keys=[("agents", "small")]),
+        GrayScale(in_keys=[("agents", "small")], out_keys=[("agents", "gray")]),
+    )
+    rb = ReplayBuffer(storage=LazyMemmapStorage(6), transform=pipeline, batch_size=4)
+    rb.extend(data)
+    out = rb.sample()
+    assert out["agents"].batch_size == (4, N_AGENTS)
+    x = chw(out[PIX])[..., 4:12, 4:12]
+    torch.testing.assert_close(out["agents", "crop"], x)
+    small = F.interpolate(x.reshape(-1, 3, 8, 8), size=(4, 4), mode="bilinear", antialias=True, align_corners=False)
+    small = small.reshape(4, N_AGENTS, 3, 4, 4)
+    torch.testing.assert_close(out["agents", "small"], small)
+    gray = (small * torch.tensor([0.2989, 0.587, 0.114]).view(3, 1, 1)).sum(-3, keepdim=True)
+    torch.testing.assert_close(out["agents", "gray"], gray)
