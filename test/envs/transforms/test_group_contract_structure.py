@@ -11,7 +11,7 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
-from torchrl.data.tensor_specs import Composite, Unbounded
+from torchrl.data.tensor_specs import Categorical, Composite, Unbounded
 from torchrl.envs import EnvBase, TransformedEnv, check_env_specs
 from torchrl.envs.transforms import (
     BatchSizeTransform,
@@ -541,3 +541,175 @@ class TestRNDGroup(GroupContract):
         with torch.no_grad():
             expected = (target(obs) - predictor(obs)).pow(2).mean(-1, keepdim=True)
         torch.testing.assert_close(data["next", "bonus"], expected)
+
+
+# --------------------------------------------------------------------------------------------------------
+# env-level transforms on an env that has a group
+# --------------------------------------------------------------------------------------------------------
+class AgentDoneEnv(AgentsEnv):
+    """AgentsEnv with per-agent done flags ``("agents", "done" / "terminated")`` (1,): every agent is
+    done with the env (after ``max_steps`` steps)."""
+
+    def __init__(self, batch_size=(), **kwargs):
+        super().__init__(batch_size=batch_size, **kwargs)
+        group = (*self.batch_size, self.n_agents)
+        flag = Categorical(2, shape=(*group, 1), dtype=torch.bool)
+        root = Categorical(2, shape=(*self.batch_size, 1), dtype=torch.bool)
+        self.full_done_spec = Composite(
+            done=root, terminated=root.clone(), agents=Composite(done=flag, terminated=flag.clone(), shape=group),
+            shape=self.batch_size,
+        )
+
+    def _agent_done(self):
+        return (self._count >= self.max_steps).unsqueeze(-2).expand(*self.batch_size, self.n_agents, 1).clone()
+
+    def _reset(self, tensordict, **kwargs):
+        out = super()._reset(tensordict, **kwargs)
+        done = self._agent_done()
+        out.set(("agents", "done"), done)
+        out.set(("agents", "terminated"), done.clone())
+        return out
+
+    def _step(self, tensordict):
+        out = super()._step(tensordict)
+        done = self._agent_done()
+        out.set(("agents", "done"), done)
+        out.set(("agents", "terminated"), done.clone())
+        return out
+
+
+def _episode_starts(data):
+    """``True`` where a step starts an episode (AgentsEnv: every ``max_steps = 4`` steps)."""
+    t = torch.arange(data.batch_size[-1])
+    return (t % 4 == 0).expand(data.batch_size)
+
+
+class TestInitTrackerGroup(GroupContract):
+    def make_group_transform(self):
+        return InitTracker()  # AgentsEnv has root done flags only: one root "is_init"
+
+    def check_group(self, data):
+        assert torch.equal(data["is_init"].squeeze(-1), _episode_starts(data))
+        assert "is_init" not in data["agents"].keys()  # no done group under "agents"
+        _group_untouched(data)
+
+    def test_per_agent_done_group(self):
+        # with per-agent done flags, an init flag in every done group (TorchRL's documented "leaf replacement
+        # for each _reset flag"; TorchRL 0.14.1 itself writes only the root one): per env and per agent
+        env = TransformedEnv(AgentDoneEnv(batch_size=(2,)), InitTracker())
+        check_env_specs(env, seed=0)
+        assert env.observation_spec["agents", "is_init"].shape == (2, 3, 1)
+        data = env.rollout(6, break_when_any_done=False)
+        starts = _episode_starts(data)
+        assert torch.equal(data["is_init"].squeeze(-1), starts)
+        assert torch.equal(data["agents", "is_init"].squeeze(-1), starts.unsqueeze(-1).expand(2, 6, 3))
+
+    def test_nested_init_key_refused(self):
+        # TorchRL 0.14.1 refuses it too (ValueError: init_key can only be of type str)
+        with pytest.raises(ValueError, match=r"init_key must be a string.*every done group.*\('agents', 'is_init'\)"):
+            InitTracker(init_key=("agents", "is_init"))
+
+
+class TestTrajCounterGroup(GroupContract):
+    def make_group_transform(self):
+        return TrajCounter()
+
+    def check_group(self, data):
+        ids = data["next", "traj_count"].squeeze(-1)
+        # the 4 steps are one episode: one id per env, the same for all its steps, distinct across envs
+        assert (ids == ids[..., :1]).all() and ids[..., 0].unique().numel() == ids[..., 0].numel()
+        _group_untouched(data)
+
+    def test_numbers_as_torchrl(self):
+        # TorchRL 0.14.1 on this env: [[0, 0, 0, 0, 2, 2, 2, 2, 4], [1, 1, 1, 1, 3, 3, 3, 3, 5]]
+        env = TransformedEnv(AgentsEnv(batch_size=(2,)), TrajCounter())
+        data = env.rollout(9, break_when_any_done=False)
+        assert data["traj_count"].squeeze(-1).tolist() == [[0, 0, 0, 0, 2, 2, 2, 2, 4], [1, 1, 1, 1, 3, 3, 3, 3, 5]]
+        assert data["agents"].batch_size == (2, 9, 3)
+
+    def test_per_agent_ids(self):
+        # out_key in the per-agent done group: one id per agent and episode (TorchRL 0.14.1 on the same env,
+        # without check_env_specs first: [6, 7, 8] for env 0 after the 6 root/agent ids it gave earlier)
+        env = TransformedEnv(AgentDoneEnv(batch_size=(2,)), TrajCounter(out_key=("agents", "traj_count")))
+        assert env.observation_spec["agents", "traj_count"].shape == (2, 3, 1)
+        data = env.rollout(6, break_when_any_done=False)
+        ids = data["agents", "traj_count"].squeeze(-1)
+        assert ids[:, 0].tolist() == [[0, 1, 2], [3, 4, 5]] and ids[:, 4].tolist() == [[6, 7, 8], [9, 10, 11]]
+        assert (ids[:, :4] == ids[:, :1]).all()
+
+    def test_group_without_done_refused(self):
+        # TorchRL 0.14.1 fails too, with an opaque AttributeError from the spec; here at construction
+        with pytest.raises(KeyError, match=r"out_key \('agents', 'traj_count'\) must sit in a done group"):
+            TransformedEnv(AgentsEnv(batch_size=(2,)), TrajCounter(out_key=("agents", "traj_count")))
+
+
+class TestTimerGroup(GroupContract):
+    def make_group_transform(self):
+        return Timer()
+
+    def check_group(self, data):
+        for key in ("time_step", "time_policy", "time_reset"):
+            assert data["next", key].shape == data.batch_size and (data["next", key] >= 0).all()
+        assert (data["next", "time_step"] > 0).all()
+        _group_untouched(data)
+
+
+class TestPinMemoryGroup(GroupContract):
+    def make_group_transform(self):
+        return PinMemoryTransform()
+
+    def check_group(self, data):
+        # pins where an accelerator exists (not on this CPU machine); the group passes unchanged either way
+        _group_untouched(data)
+
+    def test_group_entries_pinned_when_pinning(self):
+        t = PinMemoryTransform()
+        data = TransformedEnv(AgentsEnv(batch_size=(2,)), t).reset()
+        assert bool(data[OBS].is_pinned()) == t.pins and data["agents"].batch_size == (2, 3)
+
+
+class TestBatchSizeGroup:
+    """BatchSizeTransform reshapes the env's batch; the group keeps its agent dim after the new batch."""
+
+    @pytest.mark.parametrize(
+        "base, fn, new",
+        [((2,), lambda td: td.unsqueeze(-1), (2, 1)), ((2, 2), lambda td: td.reshape(-1), (4,)), ((4,), lambda td: td.reshape(2, 2), (2, 2))],
+    )
+    def test_reshape(self, base, fn, new):
+        # TorchRL 0.14.1 gives the same shapes for (2,) -> (2, 1) and (4,) -> (2, 2); (2, 2) -> (4,) fails there
+        # inside its Bounded spec
+        env = TransformedEnv(AgentsEnv(batch_size=base), BatchSizeTransform(reshape_fn=fn))
+        assert env.batch_size == new
+        assert env.observation_spec["agents"].shape == (*new, 3) and env.full_action_spec[ACT].shape == (*new, 3, 1)
+        check_env_specs(env, seed=0)
+        data = env.rollout(4, break_when_any_done=False)
+        assert data["next", "agents"].batch_size == (*new, 4, 3)
+        _group_untouched(data)
+
+    def test_batch_size_on_unbatched(self):
+        env = TransformedEnv(AgentsEnv(), BatchSizeTransform(batch_size=[1]))
+        assert env.observation_spec["agents"].shape == (1, 3) and env.full_reward_spec[REW].shape == (1, 3, 1)
+
+
+class TestComposeGroup(GroupContract):
+    def make_group_transform(self):
+        return Compose(
+            DTypeCastTransform(torch.float32, torch.float64, in_keys=[OBS], in_keys_inv=[ACT]),
+            SqueezeTransform(-1, in_keys=[REW], out_keys=[("agents", "flat_reward")], in_keys_inv=[ACT]),
+        )
+
+    def check_group(self, data):
+        assert data["next", *OBS].dtype == torch.float64
+        torch.testing.assert_close(data["next", "agents", "flat_reward"], data["next", *REW][..., 0])
+        assert data[ACT].dtype == torch.float64 and data[ACT].shape[-1] == 3  # squeezed and cast outside
+        _group_untouched(data)
+
+    def test_inverse_chain_on_group_action(self):
+        env = TransformedEnv(AgentsEnv(batch_size=(2,)), self.make_group_transform())
+        assert env.full_action_spec[ACT].shape == (2, 3) and env.full_action_spec[ACT].dtype == torch.float64
+        td = env.reset()
+        x0 = torch.atanh(td[OBS][..., 0])
+        td[ACT] = torch.tensor([[0.5, -0.5, 0.25]], dtype=torch.float64).expand(2, 3)
+        out = env.step(td)
+        expected = (x0 + td[ACT]).clamp(-3, 3)
+        torch.testing.assert_close(torch.atanh(out["next", *OBS][..., 0]), expected, atol=1e-4, rtol=1e-4)
