@@ -123,6 +123,23 @@ class TestMultiStepGroup(GroupBufferContract):
         assert out["steps_to_next_obs"].tolist() == [3, 2, 1, 3, 2]  # episodes end at steps 2 and 5
 
 
+    def test_per_agent_done_flags_end_every_window(self):
+        # done_key=("agents", "done"): a window ends where any agent's episode ends (all agents bootstrap from
+        # the same next step). TorchRL 0.14.1 refuses per-agent flags ("tensordict shape must be compatible
+        # with the done's shape").
+        agent_done = torch.zeros(T, N_AGENTS, dtype=torch.bool)
+        agent_done[1, 0] = agent_done[3, 1] = True
+        data = group_trajectory(done_at=(5,), agent_done=agent_done)
+        rb = ReplayBuffer(storage=self.storage(T), transform=MultiStepTransform(3, 1.0, reward_keys=[REW],
+                                                                               done_key=("agents", "done")))
+        rb.extend(data)
+        out = rb[: len(rb)]
+        assert out["steps_to_next_obs"].tolist() == [2, 1, 2]  # steps 0-1 | 1 | 2-3
+        reward = data["next", *REW]
+        torch.testing.assert_close(out["next", *REW], torch.stack([reward[0] + reward[1], reward[1], reward[2] + reward[3]]))
+        assert out["next", *REW].squeeze(-1).tolist() == [[5, 7, 9], [4, 5, 6], [17, 19, 21]]
+
+
 class TestReward2GoGroup(GroupBufferContract):
     """Root done flags end every agent's trajectory. TorchRL 0.14.1 refuses this data deep in its scan
     (``ValueError: reward and done must share the same shape, got torch.Size([6, 3, 1]) and
