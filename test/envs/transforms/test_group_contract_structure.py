@@ -11,8 +11,10 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
+from test.envs.transforms._group_env import AgentsEnv
+from test.envs.transforms.contract import GroupContract
 from torchrl.data.tensor_specs import Categorical, Composite, Unbounded
-from torchrl.envs import EnvBase, TransformedEnv, check_env_specs
+from torchrl.envs import TransformedEnv, check_env_specs
 from torchrl.envs.transforms import (
     BatchSizeTransform,
     Compose,
@@ -38,21 +40,12 @@ from torchrl.envs.transforms import (
     TrajCounter,
 )
 
-from test.envs.transforms._group_env import AgentsEnv
-from test.envs.transforms.contract import GroupContract
-
 OBS, REW, ACT = ("agents", "observation"), ("agents", "reward"), ("agents", "action")
-
-
-def _x(data):
-    """Each agent's position after each step, read back from the untransformed per-agent reward ``-x^2``
-    and observation ``tanh(x)`` (the sign)."""
-    return data["next", *REW].neg().sqrt() * data["next", *OBS][..., :1].sign()
 
 
 def _group_untouched(data, obs_key=OBS):
     """The group keeps its agent dim and AgentsEnv's relations: obs = tanh([x, 2x, 3x]), reward = -x^2."""
-    obs, rew = data["next", *obs_key], data["next", *REW]
+    obs, rew = data[("next", *obs_key)], data[("next", *REW)]
     assert obs.shape[-2:] == (3, 3) and rew.shape[-2:] == (3, 1)
     x = torch.atanh(obs[..., :1].double().clamp(-0.999999, 0.999999))
     torch.testing.assert_close(rew.double(), -(x * x), atol=1e-4, rtol=1e-4)
@@ -67,7 +60,7 @@ class TestDTypeCastGroup(GroupContract):
         return DTypeCastTransform(torch.float32, torch.float64, in_keys=[OBS], in_keys_inv=[ACT])
 
     def check_group(self, data):
-        assert data["next", *OBS].dtype == torch.float64 and data["next", *REW].dtype == torch.float32
+        assert data[("next", *OBS)].dtype == torch.float64 and data[("next", *REW)].dtype == torch.float32
         assert data[ACT].dtype == torch.float64  # the policy sees (and writes) float64 actions
         _group_untouched(data)
 
@@ -84,8 +77,8 @@ class TestSqueezeGroup(GroupContract):
 
     def check_group(self, data):
         flat = data["next", "agents", "flat_reward"]
-        assert flat.shape == data["next", *REW].shape[:-1]  # (…, T, 3): one value per agent
-        torch.testing.assert_close(flat, data["next", *REW][..., 0])
+        assert flat.shape == data[("next", *REW)].shape[:-1]  # (…, T, 3): one value per agent
+        torch.testing.assert_close(flat, data[("next", *REW)][..., 0])
 
     def test_group_inverse_on_action(self):
         # squeezed outside: the policy writes one scalar per agent, the base env gets (…, 3, 1)
@@ -98,7 +91,7 @@ class TestSqueezeGroup(GroupContract):
         assert out[ACT].shape == (2, 3)
         # x moved by +0.5 from its reset value for every agent
         x0 = torch.atanh(td[OBS][..., 0])
-        torch.testing.assert_close(torch.atanh(out["next", *OBS][..., 0]), (x0 + 0.5).clamp(-3, 3), atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(torch.atanh(out[("next", *OBS)][..., 0]), (x0 + 0.5).clamp(-3, 3), atol=1e-4, rtol=1e-4)
 
 
 class TestExcludeGroup(GroupContract):
@@ -107,7 +100,7 @@ class TestExcludeGroup(GroupContract):
 
     def check_group(self, data):
         assert OBS not in data.keys(True) and ("next", *OBS) not in data.keys(True)
-        assert data["next", *REW].shape[-2:] == (3, 1) and data["next", "observation"].shape[-1] == 2
+        assert data[("next", *REW)].shape[-2:] == (3, 1) and data["next", "observation"].shape[-1] == 2
 
     def test_group_spec_keeps_shape(self):
         env = TransformedEnv(AgentsEnv(batch_size=(2,)), self.make_group_transform())
@@ -118,7 +111,7 @@ class TestExcludeGroup(GroupContract):
         # excluding the group key drops its outputs; the action (an input) stays, with its group shape
         env = TransformedEnv(AgentsEnv(batch_size=(2,)), ExcludeTransform("agents"))
         check_env_specs(env, seed=0)
-        assert "agents" not in env.observation_spec.keys()
+        assert "agents" not in env.observation_spec
         assert env.full_action_spec["agents"].shape == (2, 3)
 
 
@@ -127,7 +120,7 @@ class TestSelectGroup(GroupContract):
         return SelectTransform(OBS)  # root "observation" goes; dones, rewards and actions are kept
 
     def check_group(self, data):
-        assert "observation" not in data["next"].keys()
+        assert "observation" not in data["next"]
         assert set(data["next", "agents"].keys()) == {"observation", "reward"}
         _group_untouched(data)
 
@@ -169,7 +162,7 @@ class TestRenameGroup(GroupContract):
         assert env.observation_spec["team"].shape == (2, 3) and env.observation_spec["team", "observation"].shape == (2, 3, 3)
         data = env.rollout(2)
         assert data["next", "team"].batch_size == (2, 2, 3)
-        torch.testing.assert_close(data["next", "team", "observation"], data["next", *OBS])
+        torch.testing.assert_close(data["next", "team", "observation"], data[("next", *OBS)])
 
 
 class TestTensorDictPrimerGroup(GroupContract):
@@ -180,7 +173,7 @@ class TestTensorDictPrimerGroup(GroupContract):
 
     def check_group(self, data):
         hidden = data["next", "agents", "hidden"]
-        assert hidden.shape == (*data["next", *OBS].shape[:-1], 4)
+        assert hidden.shape == (*data[("next", *OBS)].shape[:-1], 4)
         assert (hidden == 1.5).all() and (data["agents", "hidden"] == 1.5).all()
 
     @pytest.mark.parametrize("batch_size", [(), (2,)])
@@ -229,7 +222,7 @@ class TestFlattenObservationGroup(GroupContract):
         return FlattenObservation(-2, -1, in_keys=[OBS], out_keys=["all_agents"])
 
     def check_group(self, data):
-        obs = data["next", *OBS]
+        obs = data[("next", *OBS)]
         torch.testing.assert_close(data["next", "all_agents"], obs.reshape(*obs.shape[:-2], 9))
         _group_untouched(data)
 
@@ -263,7 +256,7 @@ class TestPermuteGroup(GroupContract):
         t = data["next", "agents", "pixels_t"]
         assert t.shape[-3:] == (3, 4, 2)
         torch.testing.assert_close(t, data["next", "agents", "pixels"].transpose(-1, -2))
-        x = torch.atanh(data["next", *OBS][..., 0])  # pixels_t[..., j, i] = x * (4 i + j)
+        x = torch.atanh(data[("next", *OBS)][..., 0])  # pixels_t[..., j, i] = x * (4 i + j)
         torch.testing.assert_close(t[..., 3, 1], x * 7.0, atol=1e-3, rtol=1e-3)
 
     @pytest.mark.parametrize("batch_size", [(), (2,)])
@@ -327,7 +320,7 @@ class TestStackGroup(GroupContract):
         return Stack(in_keys=NAMES, out_key="agents", in_key_inv="agents", out_keys_inv=NAMES)
 
     def check_group(self, data):
-        assert not any(n in data.keys() or n in data["next"].keys() for n in NAMES)
+        assert not any(n in data or n in data["next"] for n in NAMES)
         assert data["agents", "action"].shape[-2:] == (3, 1)
         _group_untouched(data)
 
@@ -361,7 +354,7 @@ class TestStackGroup(GroupContract):
         out = env.step(td)
         # agent i moved by its own slice of the stacked action
         expected = (x0 + torch.tensor([0.1, -0.2, 0.3])).clamp(-3, 3)
-        torch.testing.assert_close(-out["next", *REW][..., 0], expected**2, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(-out[("next", *REW)][..., 0], expected**2, atol=1e-5, rtol=1e-5)
 
     @pytest.mark.parametrize("out_key", ["all_obs", ("team", "observation")])
     def test_stack_leaves(self, out_key):
@@ -417,7 +410,7 @@ class TestRemoveEmptySpecsGroup(GroupContract):
         assert set(env.observation_spec.keys(True)) == {OBS, "agents", "observation"}
         assert env.observation_spec["agents"].shape == (*batch_size, 3)
         data = env.rollout(3)
-        assert ("agents", "info") not in data["next"].keys(True) and "team" not in data["next"].keys()
+        assert ("agents", "info") not in data["next"].keys(True) and "team" not in data["next"]
         assert data["next", "agents"].batch_size == (*batch_size, 3, 3)
 
 
@@ -446,9 +439,9 @@ class TestNextObservationDeltaGroup(GroupContract):
         return NextObservationDelta([OBS, "observation"])
 
     def check_group(self, data):
-        delta = data["next", "delta", *OBS]
+        delta = data[("next", "delta", *OBS)]
         assert delta.dtype == torch.float16 and data["next", "delta", "agents"].batch_size == data["next", "agents"].batch_size
-        torch.testing.assert_close(delta, (data["next", *OBS] - data[OBS]).half())
+        torch.testing.assert_close(delta, (data[("next", *OBS)] - data[OBS]).half())
         torch.testing.assert_close(data["next", "delta", "observation"], (data["next", "observation"] - data["observation"]).half())
 
     def test_rebuild_group_from_buffer(self):
@@ -457,8 +450,8 @@ class TestNextObservationDeltaGroup(GroupContract):
         t = self.make_group_transform()
         data = TransformedEnv(AgentsEnv(batch_size=(2,)), t).rollout(4, break_when_any_done=False)
         rebuilt = t(data.exclude(("next", "agents"), ("next", "observation")))
-        assert rebuilt["next", "agents"].batch_size == (2, 4, 3) and "delta" not in rebuilt["next"].keys()
-        torch.testing.assert_close(rebuilt["next", *OBS], data["next", *OBS], atol=2e-3, rtol=0)
+        assert rebuilt["next", "agents"].batch_size == (2, 4, 3) and "delta" not in rebuilt["next"]
+        torch.testing.assert_close(rebuilt[("next", *OBS)], data[("next", *OBS)], atol=2e-3, rtol=0)
 
 
 class TestNextStateReconstructorGroup(GroupContract):
@@ -472,7 +465,7 @@ class TestNextStateReconstructorGroup(GroupContract):
         data = AgentsEnv().rollout(8, break_when_any_done=False)  # two 4-step episodes
         flat = data.exclude(("next", *OBS))
         out = NextStateReconstructor([OBS], traj_key=None)(flat)
-        rebuilt, obs = out["next", *OBS], data[OBS]
+        rebuilt, obs = out[("next", *OBS)], data[OBS]
         assert rebuilt.shape == (8, 3, 3)
         # row i gets row i+1's agents' observations, except at episode ends (done) and the last row
         for i in (0, 1, 2, 4, 5, 6):
@@ -493,7 +486,7 @@ class TestModuleTransformGroup(GroupContract):
     def check_group(self, data):
         linear = self._linear()
         with torch.no_grad():
-            torch.testing.assert_close(data["next", "agents", "feature"], linear(data["next", *OBS]))
+            torch.testing.assert_close(data["next", "agents", "feature"], linear(data[("next", *OBS)]))
 
     def test_group_spec_inferred(self):
         env = TransformedEnv(AgentsEnv(batch_size=(2,)), self.make_group_transform())
@@ -513,7 +506,7 @@ class TestRNDGroup(GroupContract):
 
     def check_group(self, data):
         target, predictor = self._nets()
-        obs = data["next", *OBS]
+        obs = data[("next", *OBS)]
         with torch.no_grad():
             expected = (target(obs) - predictor(obs)).pow(2).mean(-1, keepdim=True)  # one bonus per agent
         torch.testing.assert_close(data["next", "agents", "intrinsic_reward"], expected)
@@ -537,7 +530,7 @@ class TestRNDGroup(GroupContract):
         assert env.full_reward_spec["bonus"].shape == (2, 3, 1)
         check_env_specs(env, seed=0)
         data = env.rollout(3, break_when_any_done=False)
-        obs = data["next", *OBS]
+        obs = data[("next", *OBS)]
         with torch.no_grad():
             expected = (target(obs) - predictor(obs)).pow(2).mean(-1, keepdim=True)
         torch.testing.assert_close(data["next", "bonus"], expected)
@@ -590,7 +583,7 @@ class TestInitTrackerGroup(GroupContract):
 
     def check_group(self, data):
         assert torch.equal(data["is_init"].squeeze(-1), _episode_starts(data))
-        assert "is_init" not in data["agents"].keys()  # no done group under "agents"
+        assert "is_init" not in data["agents"]  # no done group under "agents"
         _group_untouched(data)
 
     def test_per_agent_done_group(self):
@@ -699,8 +692,8 @@ class TestComposeGroup(GroupContract):
         )
 
     def check_group(self, data):
-        assert data["next", *OBS].dtype == torch.float64
-        torch.testing.assert_close(data["next", "agents", "flat_reward"], data["next", *REW][..., 0])
+        assert data[("next", *OBS)].dtype == torch.float64
+        torch.testing.assert_close(data["next", "agents", "flat_reward"], data[("next", *REW)][..., 0])
         assert data[ACT].dtype == torch.float64 and data[ACT].shape[-1] == 3  # squeezed and cast outside
         _group_untouched(data)
 
@@ -712,4 +705,4 @@ class TestComposeGroup(GroupContract):
         td[ACT] = torch.tensor([[0.5, -0.5, 0.25]], dtype=torch.float64).expand(2, 3)
         out = env.step(td)
         expected = (x0 + td[ACT]).clamp(-3, 3)
-        torch.testing.assert_close(torch.atanh(out["next", *OBS][..., 0]), expected, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(torch.atanh(out[("next", *OBS)][..., 0]), expected, atol=1e-4, rtol=1e-4)
