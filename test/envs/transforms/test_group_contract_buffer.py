@@ -9,6 +9,8 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
+from test.envs.transforms._group_env import AgentsEnv
+from test.envs.transforms.contract import GroupContract
 from torchrl.data import LazyMemmapStorage, LazyTensorStorage, ListStorage, ReplayBuffer
 from torchrl.envs import Compose, StepCounter, TransformedEnv
 from torchrl.envs.transforms import (
@@ -19,9 +21,6 @@ from torchrl.envs.transforms import (
     RandomTruncationTransform,
     Reward2GoTransform,
 )
-
-from test.envs.transforms._group_env import AgentsEnv
-from test.envs.transforms.contract import GroupContract
 
 T, N_AGENTS = 6, 3
 OBS, REW = ("agents", "observation"), ("agents", "reward")
@@ -90,18 +89,18 @@ class TestMultiStepGroup(GroupBufferContract):
     def check(self, out, data):
         # the last n_steps = 2 frames wait for the next extend; rows 0..3 are written
         assert out["step"].tolist() == [0, 1, 2, 3]
-        reward, done = data["next", *REW], data["next", "done"].squeeze(-1)
+        reward, done = data[("next", *REW)], data["next", "done"].squeeze(-1)
         for row, t in enumerate(out["step"].tolist()):
             k = min(2, _episode_end(done, t) - t + 1)
             expected = sum(0.5**i * reward[t + i] for i in range(k))
-            torch.testing.assert_close(out["next", *REW][row], expected)  # one n-step return per agent
-            torch.testing.assert_close(out["next", *OBS][row], data["next", *OBS][t + k - 1])
+            torch.testing.assert_close(out[("next", *REW)][row], expected)  # one n-step return per agent
+            torch.testing.assert_close(out[("next", *OBS)][row], data[("next", *OBS)][t + k - 1])
             assert out["steps_to_next_obs"][row] == k and out["gamma"][row] == 0.5**k
             assert out["nonterminal"][row] == (k > 1)
         torch.testing.assert_close(out["next", "agents", "original_reward"], reward[:4])  # kept in its group
         # TorchRL 0.14.1, same data: per-agent rewards [[3, 4.5, 6], [7.5, 9, 10.5], [7, 8, 9], [16.5, 18, 19.5]],
         # steps_to_next_obs [2, 2, 1, 2] (it keeps the one-step reward at the root, ("next", "original_reward"))
-        assert out["next", *REW].squeeze(-1).tolist() == [[3, 4.5, 6], [7.5, 9, 10.5], [7, 8, 9], [16.5, 18, 19.5]]
+        assert out[("next", *REW)].squeeze(-1).tolist() == [[3, 4.5, 6], [7.5, 9, 10.5], [7, 8, 9], [16.5, 18, 19.5]]
 
     def test_windows_span_extends_on_a_rollout(self):
         env = AgentsEnv(max_steps=3)
@@ -112,13 +111,13 @@ class TestMultiStepGroup(GroupBufferContract):
         rb.extend(data[5:])  # joins them with steps 5..7: writes steps 2, 3, 4
         out = rb[: len(rb)]
         assert out["agents"].batch_size == (5, N_AGENTS)
-        torch.testing.assert_close(out[*OBS], data[*OBS][:5])
-        reward, done = data["next", *REW], data["next", "done"].squeeze(-1)
+        torch.testing.assert_close(out[OBS], data[OBS][:5])
+        reward, done = data[("next", *REW)], data["next", "done"].squeeze(-1)
         for t in range(5):
             k = min(3, _episode_end(done, t) - t + 1)
             expected = sum(0.9**i * reward[t + i] for i in range(k))
-            torch.testing.assert_close(out["next", *REW][t], expected)
-            torch.testing.assert_close(out["next", *OBS][t], data["next", *OBS][t + k - 1])
+            torch.testing.assert_close(out[("next", *REW)][t], expected)
+            torch.testing.assert_close(out[("next", *OBS)][t], data[("next", *OBS)][t + k - 1])
             assert out["steps_to_next_obs"][t] == k
         assert out["steps_to_next_obs"].tolist() == [3, 2, 1, 3, 2]  # episodes end at steps 2 and 5
 
@@ -135,9 +134,9 @@ class TestMultiStepGroup(GroupBufferContract):
         rb.extend(data)
         out = rb[: len(rb)]
         assert out["steps_to_next_obs"].tolist() == [2, 1, 2]  # steps 0-1 | 1 | 2-3
-        reward = data["next", *REW]
-        torch.testing.assert_close(out["next", *REW], torch.stack([reward[0] + reward[1], reward[1], reward[2] + reward[3]]))
-        assert out["next", *REW].squeeze(-1).tolist() == [[5, 7, 9], [4, 5, 6], [17, 19, 21]]
+        reward = data[("next", *REW)]
+        torch.testing.assert_close(out[("next", *REW)], torch.stack([reward[0] + reward[1], reward[1], reward[2] + reward[3]]))
+        assert out[("next", *REW)].squeeze(-1).tolist() == [[5, 7, 9], [4, 5, 6], [17, 19, 21]]
 
 
 class TestReward2GoGroup(GroupBufferContract):
@@ -149,14 +148,14 @@ class TestReward2GoGroup(GroupBufferContract):
         return Reward2GoTransform(gamma=0.5, in_keys=[("next", *REW)], out_keys=[("next", "agents", "r2g")])
 
     def check(self, out, data):
-        reward, done = data["next", *REW], data["next", "done"].squeeze(-1)
+        reward, done = data[("next", *REW)], data["next", "done"].squeeze(-1)
         for t in range(T):
             end = _episode_end(done, t)
             expected = sum(0.5 ** (s - t) * reward[s] for s in range(t, end + 1))
             torch.testing.assert_close(out["next", "agents", "r2g"][t], expected)
         # agent 0: rewards 1, 4, 7 | 10, 13, 16 -> 1 + 2 + 1.75, 4 + 3.5, 7 | 10 + 6.5 + 4, 13 + 8, 16
         assert out["next", "agents", "r2g"][:, 0, 0].tolist() == [4.75, 7.5, 7.0, 20.5, 21.0, 16.0]
-        torch.testing.assert_close(out["next", *REW], reward)  # out_keys elsewhere: the rewards are kept
+        torch.testing.assert_close(out[("next", *REW)], reward)  # out_keys elsewhere: the rewards are kept
 
     def test_per_agent_done_flags(self):
         # TorchRL 0.14.1 refuses this data ("No episode ends found to calculate the reward to go").
@@ -167,8 +166,8 @@ class TestReward2GoGroup(GroupBufferContract):
         t = Reward2GoTransform(gamma=1.0, in_keys=[("next", *REW)], done_key=("agents", "done"))
         rb = ReplayBuffer(storage=self.storage(T), transform=t)
         rb.extend(data)
-        r2g = rb[:T]["next", *REW].squeeze(-1)
-        reward = data["next", *REW].squeeze(-1)
+        r2g = rb[:T][("next", *REW)].squeeze(-1)
+        reward = data[("next", *REW)].squeeze(-1)
         for a in range(N_AGENTS):
             for s in range(T):
                 end = _episode_end(agent_done[:, a], s)
@@ -178,13 +177,13 @@ class TestReward2GoGroup(GroupBufferContract):
         # data (B=2, T) with the group under it: time is the data's last batch dim, not the agent dim
         data = torch.stack([group_trajectory(), group_trajectory(done_at=(0, 3))])
         out = Reward2GoTransform(gamma=1.0, in_keys=[("next", *REW)]).inv(data.clone())
-        reward = data["next", *REW]
+        reward = data[("next", *REW)]
         for b, ends in ((0, (2, 5)), (1, (0, 3, 5))):
             start = 0
             for end in ends:
                 seg = reward[b, start : end + 1]
                 expected = seg.flip(0).cumsum(0).flip(0)
-                torch.testing.assert_close(out["next", *REW][b, start : end + 1], expected)
+                torch.testing.assert_close(out[("next", *REW)][b, start : end + 1], expected)
                 start = end + 1
 
     def test_refused_in_an_env_with_a_group(self):
@@ -255,8 +254,8 @@ class TestRandomCropGroup(GroupBufferContract):
         for row in range(4):
             steps = out["step"][row].tolist()
             assert steps == list(range(steps[0], steps[0] + 4))  # a contiguous window
-            torch.testing.assert_close(out[*OBS][row], data[*OBS][0, steps])  # every agent, the same steps
-            torch.testing.assert_close(out["next", *REW][row], data["next", *REW][0, steps])
+            torch.testing.assert_close(out[OBS][row], data[OBS][0, steps])  # every agent, the same steps
+            torch.testing.assert_close(out[("next", *REW)][row], data[("next", *REW)][0, steps])
 
 
     def test_per_agent_mask(self):
@@ -290,7 +289,7 @@ class TestCatFramesGroupBuffer(GroupBufferContract):
         return self.make_transform()(rb[:T])  # a trajectory in time order, as a slice sampler gives it
 
     def check(self, out, data):
-        stack, obs, done = out["agents", "stack"], data[*OBS], data["next", "done"].squeeze(-1)
+        stack, obs = out["agents", "stack"], data[OBS]
         assert stack.shape == (T, N_AGENTS, 6)
         for t in range(T):
             start = 0 if t <= 2 else 3  # the episode's first step
@@ -316,7 +315,7 @@ class TestCatFramesGroupBuffer(GroupBufferContract):
         out = rb.sample()
         assert out["agents", "stack"].shape == (4, N_AGENTS, 6)
         assert out["step"].tolist() == [2, 5, 5, 2]  # TorchRL 0.14.1, same seed, same stacks
-        obs, nxt = group_trajectory()[*OBS], group_trajectory()["next", *OBS]
+        obs, nxt = group_trajectory()[OBS], group_trajectory()[("next", *OBS)]
         for row, t in enumerate(out["step"].tolist()):
             torch.testing.assert_close(out["agents", "stack"][row], torch.cat([obs[t - 2], obs[t - 1], obs[t]], -1))
             torch.testing.assert_close(out["next", "agents", "stack"][row], torch.cat([nxt[t - 2], nxt[t - 1], nxt[t]], -1))
@@ -332,7 +331,7 @@ class TestRandomTruncationGroup(GroupContract):
 
     def check_group(self, data):
         count, truncated = data["next", "step_count"], data["next", "truncated"]
-        assert data["next", *OBS].shape[-2:] == (N_AGENTS, 3) and data["next", *REW].shape[-2:] == (N_AGENTS, 1)
+        assert data[("next", *OBS)].shape[-2:] == (N_AGENTS, 3) and data[("next", *REW)].shape[-2:] == (N_AGENTS, 1)
         assert (count <= 3).all()  # every horizon is at most max_horizon = 3 (AgentsEnv ends at 4 steps)
         assert truncated.any() and torch.equal(truncated, truncated & (count >= 1))
         # a truncated step ends its episode: the step counter restarts after it

@@ -6,6 +6,7 @@ the pretrained encoders must treat the agent dim as a batch dim (one image / one
 """
 import functools
 import io
+import typing
 
 import numpy as np
 import pytest
@@ -13,6 +14,16 @@ import torch
 import torch.nn.functional as F
 from tensordict import TensorDict
 
+from test.envs.transforms.contract import GroupContract
+from test.envs.transforms.test_backbones import (
+    r3m_checkpoint,
+    vc1_checkpoint,
+    vip_checkpoint,
+    weights_dir,
+)
+from test.envs.transforms.test_r3m import _expected_embedding as expected_r3m
+from test.envs.transforms.test_vc1 import expected_vc1
+from test.envs.transforms.test_vip import expected_vip
 from torchrl._utils._optional import has_module
 from torchrl.data import LazyMemmapStorage, ReplayBuffer
 from torchrl.data.tensor_specs import Bounded, Composite, Unbounded
@@ -30,12 +41,6 @@ from torchrl.envs.transforms import (
     VIPRewardTransform,
     VIPTransform,
 )
-
-from test.envs.transforms.contract import GroupContract
-from test.envs.transforms.test_backbones import r3m_checkpoint, vc1_checkpoint, vip_checkpoint, weights_dir
-from test.envs.transforms.test_r3m import _expected_embedding as expected_r3m
-from test.envs.transforms.test_vc1 import expected_vc1
-from test.envs.transforms.test_vip import expected_vip
 
 PIX, RAW, IMG = ("agents", "pixels"), ("agents", "raw"), ("agents", "image")
 N_AGENTS, SIZE = 3, 16
@@ -113,7 +118,7 @@ class PixelGroupContract(GroupContract):
     """``GroupContract`` on ``AgentPixelEnv`` (the base contract builds ``AgentsEnv``)."""
 
     steps = 4
-    env_kwargs: dict = {}
+    env_kwargs: typing.ClassVar[dict] = {}
 
     def make_group_env(self, batch_size=()):
         return AgentPixelEnv(batch_size=batch_size, **self.env_kwargs)
@@ -164,7 +169,7 @@ class TestToTensorImageGroup(PixelGroupContract):
         env = TransformedEnv(AgentPixelEnv(batch_size=(2,)), ToTensorImage(in_keys=[PIX]))
         assert env.observation_spec[PIX].shape == (2, N_AGENTS, 3, SIZE, SIZE)
         data = env.rollout(2, break_when_any_done=False)
-        assert data["next", *PIX].shape == (2, 2, N_AGENTS, 3, SIZE, SIZE) and data["next", *PIX].max() <= 1
+        assert data[("next", *PIX)].shape == (2, 2, N_AGENTS, 3, SIZE, SIZE) and data[("next", *PIX)].max() <= 1
 
 
 class TestResizeGroup(PixelGroupContract):
@@ -174,7 +179,7 @@ class TestResizeGroup(PixelGroupContract):
     def check_group(self, data):
         small = data["next", "agents", "small"]
         assert small.shape[-4:] == (N_AGENTS, 3, 8, 4)
-        x = chw(data["next", *PIX])
+        x = chw(data[("next", *PIX)])
         expected = F.interpolate(x.reshape(-1, 3, SIZE, SIZE), size=(8, 4), mode="bilinear", antialias=True, align_corners=False)
         torch.testing.assert_close(small, expected.reshape(small.shape))
 
@@ -188,7 +193,7 @@ class TestCenterCropGroup(PixelGroupContract):
 
     def check_group(self, data):
         # (16, 16) -> 8 rows from round(8 / 2) = 4, 6 columns from round(10 / 2) = 5
-        torch.testing.assert_close(data["next", "agents", "crop"], chw(data["next", *PIX])[..., 4:12, 5:11])
+        torch.testing.assert_close(data["next", "agents", "crop"], chw(data[("next", *PIX)])[..., 4:12, 5:11])
 
     def check_specs(self, env, batch_size):
         assert env.observation_spec["agents", "crop"].shape == (*batch_size, N_AGENTS, 3, 8, 6)
@@ -199,7 +204,7 @@ class TestCropGroup(PixelGroupContract):
         return Compose(ToTensorImage(in_keys=[PIX], out_keys=[IMG]), Crop(8, 6, top=2, left=3, in_keys=[IMG], out_keys=[("agents", "crop")]))
 
     def check_group(self, data):
-        torch.testing.assert_close(data["next", "agents", "crop"], chw(data["next", *PIX])[..., 2:10, 3:9])
+        torch.testing.assert_close(data["next", "agents", "crop"], chw(data[("next", *PIX)])[..., 2:10, 3:9])
 
     def check_specs(self, env, batch_size):
         assert env.observation_spec["agents", "crop"].shape == (*batch_size, N_AGENTS, 3, 8, 6)
@@ -210,7 +215,7 @@ class TestGrayScaleGroup(PixelGroupContract):
         return Compose(ToTensorImage(in_keys=[PIX], out_keys=[IMG]), GrayScale(in_keys=[IMG], out_keys=[("agents", "gray")]))
 
     def check_group(self, data):
-        x = chw(data["next", *PIX])
+        x = chw(data[("next", *PIX)])
         expected = 0.2989 * x[..., 0:1, :, :] + 0.587 * x[..., 1:2, :, :] + 0.114 * x[..., 2:3, :, :]
         torch.testing.assert_close(data["next", "agents", "gray"], expected)
 
@@ -227,7 +232,7 @@ def _assert_embeds(data, key, expected_fn, dim):
         assert emb.shape == (*td.batch_size, N_AGENTS, dim)
         torch.testing.assert_close(emb, expected_fn(td[RAW]), rtol=1e-4, atol=1e-4)
     # agents see different frames: their embeddings differ
-    assert not torch.allclose(data["next", *key][..., 0, :], data["next", *key][..., 1, :])
+    assert not torch.allclose(data[("next", *key)][..., 0, :], data[("next", *key)][..., 1, :])
 
 
 class TestR3MGroup(PixelGroupContract):
@@ -247,7 +252,7 @@ class TestR3MGroup(PixelGroupContract):
         assert isinstance(spec, Unbounded) and spec.shape == (*batch_size, N_AGENTS, 512)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _loaded(cls):
     vip_checkpoint()
     return cls("resnet50", size=SIZE, download_path=weights_dir(), in_keys=[PIX], out_keys=[("agents", "vip_vec")],
@@ -274,7 +279,7 @@ class TestVIPRewardGroup(PixelGroupContract):
     under the env's reward key ``("agents", "reward")``."""
 
     steps = 1  # ResNet-50: keep it short
-    env_kwargs = {"goal": True}
+    env_kwargs: typing.ClassVar[dict] = {"goal": True}
 
     def make_group_transform(self):
         return _loaded(VIPRewardTransform).clone()
@@ -282,7 +287,7 @@ class TestVIPRewardGroup(PixelGroupContract):
     def check_group(self, data):
         goal = expected_vip(data["goal_image"])
         torch.testing.assert_close(data["next", "goal_embedding"], goal, rtol=1e-4, atol=1e-4)
-        before, after = expected_vip(data[RAW]), expected_vip(data["next", *RAW])
+        before, after = expected_vip(data[RAW]), expected_vip(data[("next", *RAW)])
         reward = (before - goal).norm(dim=-1) - (after - goal).norm(dim=-1)
         torch.testing.assert_close(data["next", "agents", "reward"], reward.unsqueeze(-1), rtol=1e-3, atol=1e-3)
 
@@ -298,7 +303,7 @@ class TestVIPRewardGroup(PixelGroupContract):
         goal = expected_vip(goal_image)
         torch.testing.assert_close(td["goal_embedding"], goal, rtol=1e-4, atol=1e-4)
         out = env.step(td.set(("agents", "action"), torch.full((N_AGENTS, 1), 0.5)))
-        before, after = expected_vip(td[RAW]), expected_vip(out["next", *RAW])
+        before, after = expected_vip(td[RAW]), expected_vip(out[("next", *RAW)])
         reward = (before - goal).norm(dim=-1) - (after - goal).norm(dim=-1)
         assert out["next", "agents", "reward"].shape == (N_AGENTS, 1)
         torch.testing.assert_close(out["next", "agents", "reward"], reward.unsqueeze(-1), rtol=1e-3, atol=1e-3)
