@@ -325,6 +325,14 @@ class TestVC1Group(PixelGroupContract):
         assert env.observation_spec["agents", "VC1_vec"].shape == (*batch_size, N_AGENTS, 16)
         assert env.observation_spec[PIX].shape == (*batch_size, N_AGENTS, SIZE, SIZE, 3)  # del_keys=False
 
+    def test_frames_replaced_by_default(self):
+        env = TransformedEnv(AgentPixelEnv(), VC1Transform([PIX], [("agents", "VC1_vec")], vc1_checkpoint()))
+        assert set(env.observation_spec["agents"].keys()) == {"VC1_vec"}
+        assert env.observation_spec["agents"].shape == (N_AGENTS,)
+        data = env.rollout(1)
+        assert set(data["next", "agents"].keys()) == {"VC1_vec", "reward"}
+        assert data["next", "agents", "VC1_vec"].shape == (1, N_AGENTS, 16)
+
 
 # --- DecodeVideoTransform: one encoded clip per agent, decoded on sampling ------------------------------
 
