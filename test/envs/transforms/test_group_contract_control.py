@@ -8,7 +8,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from torchrl.data.tensor_specs import Binary, Bounded, Composite, MultiCategorical, OneHot, Unbounded
+from torchrl.data.tensor_specs import Binary, Bounded, Categorical, Composite, MultiCategorical, OneHot, Unbounded
 from torchrl.envs import AutoResetEnv, SerialEnv, TransformedEnv, check_env_specs
 from torchrl.envs.transforms import (
     ActionChunkTransform,
@@ -639,3 +639,81 @@ class TestActionChunkGroup(RecordingGroupContract):
         else:  # time_dim=-2 is the agent dim: chunks would run over agents, not time
             out = t(data)
             assert out["agents", "chunk"].shape == (2, 4, 3, 2, 1)
+
+
+# ------------------------------------------------------------------------------ per-agent done flags
+class PerAgentDoneEnv(RecordingAgentsEnv):
+    """``RecordingAgentsEnv`` with done flags per agent too (``("agents", "done")``, all agents of a row
+    together): resets come with an ``("agents", "_reset")`` mask of shape ``(*batch, 3, 1)``."""
+
+    def __init__(self, batch_size=(), **kwargs):
+        super().__init__(batch_size, **kwargs)
+        group = (*self.batch_size, self.n_agents)
+        flag = lambda shape: Categorical(2, shape=shape, dtype=torch.bool)  # noqa: E731
+        self.full_done_spec = Composite(
+            done=flag((*self.batch_size, 1)), terminated=flag((*self.batch_size, 1)),
+            agents=Composite(done=flag((*group, 1)), terminated=flag((*group, 1)), shape=group), shape=self.batch_size,
+        )
+
+    def _with_agents(self, out):
+        done = out.get("done").unsqueeze(-2).expand(*self.batch_size, self.n_agents, 1)
+        return out.set(("agents", "done"), done.clone()).set(("agents", "terminated"), done.clone())
+
+    def _reset(self, tensordict, **kwargs):
+        if tensordict is not None and ("agents", "_reset") in tensordict.keys(True):
+            tensordict = tensordict.clone(False).set("_reset", tensordict.get(("agents", "_reset")).any(-2))
+        return self._with_agents(super()._reset(tensordict, **kwargs))
+
+    def _step(self, tensordict):
+        return self._with_agents(super()._step(tensordict))
+
+
+def per_agent_done_rollout(transform, steps=6):
+    env = TransformedEnv(PerAgentDoneEnv((2,), stagger=True), transform)
+    check_env_specs(env, seed=0)
+    torch.manual_seed(0)
+    data = env.rollout(steps, break_when_any_done=False)
+    assert data.get("agents").batch_size == (2, steps, 3) and data.get(("next", "agents")).batch_size == (2, steps, 3)
+    return data
+
+
+class TestPerAgentDones:
+    def test_target_return_restarts_on_the_agents_reset(self):
+        # the rewards' done group is "agents": its ("agents", "_reset") (2, 3, 1) restarts the targets (TorchRL
+        # asks for reset_key here: "Got more than one reset key")
+        data = per_agent_done_rollout(TargetReturn(10.0, in_keys=[REW], out_keys=[("agents", "target_return")]))
+        reward, target, count = data["next", *REW], data["next", "agents", "target_return"], data["next", "count"]
+        for row in range(2):
+            left = torch.full((3, 1), 10.0)
+            for t in range(6):
+                left = torch.full((3, 1), 10.0) if count[row, t, 0] == 1 else left
+                left = left - reward[row, t]
+                torch.testing.assert_close(target[row, t], left)
+
+    def test_terminate_writes_every_agent(self):
+        data = per_agent_done_rollout(TerminateTransform(lambda td: td["agents", "success"].any(-2)))
+        stop = data["next", "agents", "success"].any(-2)
+        done = stop | (data["next", "count"] >= torch.tensor([2, 3]).reshape(2, 1, 1))
+        assert torch.equal(data["next", "done"], done)
+        assert torch.equal(data["next", "agents", "done"], done.unsqueeze(-2).expand(2, 6, 3, 1))  # the agent dim
+        assert torch.equal(data["count"][:, 1:], torch.where(done[:, :-1], 0, data["next", "count"][:, :-1]))
+
+    def test_terminate_per_agent_flag_refused(self):
+        # a per-agent flag cannot be OR-ed into the root done (TorchRL fails in expand)
+        env = TransformedEnv(PerAgentDoneEnv((2,)), TerminateTransform(lambda td: td["agents", "success"]))
+        with pytest.raises(RuntimeError, match=r"flag of shape \(2, 3, 1\).*done entry 'done' of shape \(2, 1\)"):
+            env.rollout(2)
+
+    def test_conditional_skip_repeats_agent_dones(self):
+        data = per_agent_done_rollout(ConditionalSkip(lambda td: td[ACT][..., 0, 0] > 0.3))
+        skip = data[ACT][..., 0, 0] > 0.3
+        assert skip.any()
+        assert torch.equal(data["next", "agents", "done"][skip], data["agents", "done"][skip])
+        assert torch.equal(data["next", *OBS][skip], data[OBS][skip])
+
+    def test_end_of_life_per_agent(self):
+        data = per_agent_done_rollout(EndOfLifeTransform(eol_attribute="lives", done_key=("agents", "done")))
+        eol, count = data["next", "end-of-life"], data["next", "count"]
+        assert eol.shape == (2, 6, 3, 1)  # shaped like its done entry, as TorchRL
+        lost = (count % 2 == 0).unsqueeze(-2)
+        assert torch.equal(eol, lost.expand_as(eol) | data["next", "agents", "done"])
