@@ -228,9 +228,12 @@ class TestFlattenObservationGroup(GroupContract):
 
     @pytest.mark.parametrize("out_key", [OBS, ("agents", "flat")])
     def test_flatten_into_group_refused(self, out_key):
-        # TorchRL 0.14.1 refuses it too (ValueError, spec (2, 9) vs Composite (2, 3)) when the specs are built
-        with pytest.raises(ValueError, match=r"\('agents', '(observation|flat)'\) has shape torch.Size\(\[2, 9\]\).*"
-                           r"Composite's shape torch.Size\(\[2, 3\]\)"):
+        # flattening (agent, feature) into a group entry cannot keep the group's (*batch, 3) shape. TorchRL
+        # 0.14.1 refuses it too, when the specs are read (ValueError, spec (2, 9) vs Composite (2, 3)); here
+        # when the env is built, naming the key and the group
+        with pytest.raises(ValueError, match=r"FlattenObservation: flattening the last 2 dims of \('agents', "
+                           r"'observation'\) \(shape \(2, 3, 3\)\) would reach into the batch dims \(2, 3\) of the "
+                           r"group 'agents'"):
             TransformedEnv(AgentsEnv(batch_size=(2,)), FlattenObservation(-2, -1, in_keys=[OBS], out_keys=[out_key]))
 
 
@@ -267,6 +270,27 @@ class TestPermuteGroup(GroupContract):
         data = env.rollout(4, break_when_any_done=False)
         assert data.get("agents").batch_size == (*batch_size, 4, 3)
         self.check_group(data)
+
+    @pytest.mark.parametrize(
+        "transform, key",
+        [
+            (lambda: PermuteTransform((-1, -2), in_keys=[OBS]), r"\('agents', 'observation'\) \(shape \(2, 3, 3\)\)"),
+            (lambda: PermuteTransform((-1, -2), in_keys_inv=[ACT]), r"\('agents', 'action'\) \(shape \(2, 3, 1\)\)"),
+        ],
+    )
+    def test_agent_dim_permutation_refused(self, transform, key):
+        # swapping the agent dim with a feature dim inside the group: TorchRL 0.14.1 accepts it silently (the
+        # (3, 3) shapes still fit); here a ValueError when the env is built
+        with pytest.raises(ValueError, match=r"PermuteTransform: permuting the last 2 dims of " + key
+                           + r" would reach into the batch dims \(2, 3\) of the group 'agents'"):
+            TransformedEnv(AgentsEnv(batch_size=(2,)), transform())
+
+    def test_agent_dim_permuted_into_root(self):
+        # the same permutation written outside the group is fine: a root (features, agents) entry
+        env = TransformedEnv(AgentsEnv(batch_size=(2,)), PermuteTransform((-1, -2), in_keys=[OBS], out_keys=["by_feature"]))
+        check_env_specs(env, seed=0)
+        data = env.rollout(2)
+        torch.testing.assert_close(data["next", "by_feature"], data[("next", *OBS)].transpose(-1, -2))
 
     def test_group_serial_env(self):
         from torchrl.envs import SerialEnv

@@ -6,6 +6,8 @@ from typing import Sequence
 import torch
 from tensordict.utils import NestedKey
 
+from torchrl.data.tensor_specs import Composite, TensorSpec
+from torchrl.envs.transforms._spec_edit import check_feature_dims, key_pairs
 from torchrl.envs.transforms._to_tensor_image import _ImageTransform
 
 __all__ = ["FlattenObservation"]
@@ -66,6 +68,11 @@ class FlattenObservation(_ImageTransform):
 
     def _apply_transform(self, observation: torch.Tensor) -> torch.Tensor:
         return torch.flatten(observation, self._first_dim, self._last_dim)
+
+    def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
+        if isinstance(observation_spec, Composite) and self._first_dim < 0:
+            check_feature_dims(observation_spec, key_pairs(self), -self._first_dim, "FlattenObservation", "flattening")
+        return super().transform_observation_spec(observation_spec)
 
     def forward(self, next_tensordict):
         return self._call(next_tensordict)

@@ -7,7 +7,7 @@ import torch
 from tensordict import TensorDictBase
 
 from torchrl.data.tensor_specs import Composite, TensorSpec
-from torchrl.envs.transforms._spec_edit import INPUT_PARTS, edit_leaves, key_pairs, map_keys
+from torchrl.envs.transforms._spec_edit import INPUT_PARTS, check_feature_dims, edit_leaves, key_pairs, map_keys
 from torchrl.envs.transforms._to_tensor_image import map_image_spec
 from torchrl.envs.transforms._transform import Transform
 
@@ -99,10 +99,14 @@ class PermuteTransform(Transform):
     def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
         if not isinstance(observation_spec, Composite):
             return self._leaf_spec(observation_spec)
+        check_feature_dims(observation_spec, key_pairs(self), len(self.dims), "PermuteTransform", "permuting")
         edit_leaves(observation_spec, (), key_pairs(self), self._leaf_spec)
         return observation_spec
 
     def transform_input_spec(self, input_spec: TensorSpec) -> TensorSpec:
+        for part in INPUT_PARTS:
+            if isinstance(input_spec.get(part, None), Composite):
+                check_feature_dims(input_spec[part], key_pairs(self, inverse=True), len(self.dims), "PermuteTransform", "permuting")
         missing = edit_leaves(input_spec, INPUT_PARTS, key_pairs(self, inverse=True), self._leaf_spec, move=True)
         if missing:
             raise KeyError(f"PermuteTransform: in_keys_inv {missing} are not in the env's action or state specs.")

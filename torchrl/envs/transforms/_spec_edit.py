@@ -23,6 +23,7 @@ __all__ = [
     "OUTPUT_PARTS",
     "affine_spec",
     "cast_spec",
+    "check_feature_dims",
     "clip_spec",
     "edit_leaves",
     "find_part",
@@ -74,6 +75,35 @@ def edit_leaves(
             del sub[in_key]
         sub[out_key] = fn(leaf)
     return missing
+
+
+def check_feature_dims(
+    root: Composite, pairs: Iterable[tuple[NestedKey, NestedKey]], n_dims: int, owner: str, what: str
+) -> None:
+    """Raises ``ValueError`` when an edit of the last ``n_dims`` dims of an ``in_key`` (a permutation, a
+    flattening) would reach into the batch dims of the ``Composite`` that receives its ``out_key``: a
+    group's agent dim (``("agents", ...)``) or the env's batch dims. Keys absent from ``root`` are skipped."""
+    for in_key, out_key in pairs:
+        leaf = root.get(in_key, None)
+        if leaf is None or isinstance(leaf, Composite):
+            continue
+        out = unravel_key(out_key)
+        out = out if isinstance(out, tuple) else (out,)
+        holder, held = root, ()
+        for i in range(1, len(out)):  # the deepest existing Composite above out_key
+            sub = root.get(out[:i], None)
+            if not isinstance(sub, Composite):
+                break
+            holder, held = sub, out[:i]
+        batch = holder.shape
+        if leaf.ndim - n_dims < len(batch):
+            where = f"the group {held[0] if len(held) == 1 else held!r}" if held else "the env"
+            raise ValueError(
+                f"{owner}: {what} the last {n_dims} dims of {in_key!r} (shape {tuple(leaf.shape)}) would reach into "
+                f"the batch dims {tuple(batch)} of {where}, where {out_key!r} is written: a group's agent dim or "
+                f"the env's batch dims cannot be edited. Use dims within the entry's own trailing dims, or write "
+                f"the result outside the group (e.g. at the root)."
+            )
 
 
 def _apply_to_composite(method: Callable) -> Callable:
