@@ -200,6 +200,25 @@ class TestActionDiscretizerGroup(RecordingGroupContract):
         torch.testing.assert_close(env.transform.inv(td)[ACT][0].flatten(), torch.tensor([-0.8, -0.4, 0.8]))
 
 
+class TestActionDiscretizerOneHotGroup(RecordingGroupContract):
+    def make_group_transform(self):
+        return ActionDiscretizer(5, action_key=ACT, categorical=False)
+
+    def check_group(self, data):
+        action = data[ACT]
+        assert action.shape[-2:] == (3, 5) and (action.sum(-1) == 1).all()
+        index = action.long().argmax(-1, keepdim=True)
+        torch.testing.assert_close(data["next", *RECEIVED], -1 + 0.4 * (index.float() + 0.5))
+
+    def test_matches_torchrl(self):
+        env = TransformedEnv(make_env((2,)), self.make_group_transform())
+        spec = env.full_action_spec[ACT]
+        assert type(spec).__name__ == "MultiOneHot" and spec.shape == (2, 3, 5)  # as TorchRL 0.14.1
+        one_hot = torch.nn.functional.one_hot(torch.tensor([0, 2, 4]), 5).bool().reshape(1, 3, 5).expand(2, 3, 5)
+        out = env.transform.inv(env.reset().set(ACT, one_hot))[ACT]
+        torch.testing.assert_close(out[0].flatten(), torch.tensor([-0.8, 0.0, 0.8]))  # TorchRL's numbers
+
+
 class TestFlattenActionGroup(RecordingGroupContract):
     env_kwargs = {"action": "matrix"}
 
@@ -272,6 +291,12 @@ class TestDiscreteActionProjectionGroup(RecordingGroupContract):
     def test_spec(self):
         spec = TransformedEnv(make_env((2,), action="onehot"), self.make_group_transform()).full_action_spec[ACT]
         assert isinstance(spec, OneHot) and spec.shape == (2, 3, 6)
+
+    def test_forward_pads_per_agent(self):
+        index = torch.tensor([[1, 3, 0]])
+        td = TensorDict(agents=TensorDict(action=torch.nn.functional.one_hot(index, 4), batch_size=(1, 3)), batch_size=(1,))
+        out = self.make_group_transform()(td)[ACT]
+        assert out.shape == (1, 3, 6) and out.argmax(-1).tolist() == [[1, 3, 0]]  # as TorchRL 0.14.1
 
 
 class TestActionMaskGroup(RecordingGroupContract):
@@ -608,6 +633,16 @@ class TestConditionalPolicySwitchGroup(RecordingGroupContract):
         assert not data["next", *RECEIVED].any()  # the last action the agents received: the opponent's
         x, nx = data[OBS][..., 0].atanh(), data["next", *OBS][..., 0].atanh()
         torch.testing.assert_close(nx, (x + data[ACT][..., 0]).clamp(-3, 3), atol=2e-3, rtol=1e-3)
+
+
+    def test_rows_that_differ_refused(self):
+        # staggered rows: the opponent's turn comes on some rows only; a batch-locked env cannot step those
+        # alone (TorchRL 0.14.1: RuntimeError "Cannot run partial steps in a batched locked environment")
+        opponent = lambda td: td.set(ACT, torch.zeros(td.get(ACT).shape))  # noqa: E731
+        t = ConditionalPolicySwitch(policy=opponent, condition=lambda td: td["count"] % 2 == 1)
+        env = TransformedEnv(make_env((2,), stagger=True), t)
+        with pytest.raises(RuntimeError, match="ConditionalPolicySwitch: the condition selects only some rows.*batch-locked"):
+            env.rollout(6, break_when_any_done=False)
 
 
 class TestPolicyAgeFilterGroup(RecordingGroupContract):
