@@ -6,6 +6,8 @@ and, where a transform needs other entries, small variants defined here.
 """
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -658,6 +660,49 @@ class TestTrajCounterGroup(GroupContract):
         # TorchRL 0.14.1 fails too, with an opaque AttributeError from the spec; here at construction
         with pytest.raises(KeyError, match=r"out_key \('agents', 'traj_count'\) must sit in a done group"):
             TransformedEnv(AgentsEnv(batch_size=(2,)), TrajCounter(out_key=("agents", "traj_count")))
+
+
+def _staggered_serial():
+    """Two AgentDoneEnvs in a SerialEnv, with 2- and 3-step episodes: partial resets of whole groups."""
+    from torchrl.envs import SerialEnv
+
+    return SerialEnv(2, [functools.partial(AgentDoneEnv, max_steps=2), functools.partial(AgentDoneEnv, max_steps=3)])
+
+
+class TestPartialResetsOfGroups:
+    """InitTracker and TrajCounter over partial resets of a SerialEnv whose sub-envs have per-agent dones."""
+
+    def test_init_tracker(self):
+        env = TransformedEnv(_staggered_serial(), InitTracker())
+        try:
+            data = env.rollout(7, break_when_any_done=False)
+        finally:
+            env.close(raise_if_closed=False)
+        expected = [[1, 0, 1, 0, 1, 0, 1], [1, 0, 0, 1, 0, 0, 1]]  # TorchRL 0.14.1's root "is_init"
+        assert data["is_init"].squeeze(-1).int().tolist() == expected
+        # each agent's flag follows its env's resets (the reset mask broadcast over the agent dim)
+        assert data["agents", "is_init"].squeeze(-1).int().tolist() == [[[v] * 3 for v in row] for row in expected]
+
+    def test_traj_counter(self):
+        env = TransformedEnv(_staggered_serial(), TrajCounter())
+        try:
+            data = env.rollout(7, break_when_any_done=False)
+        finally:
+            env.close(raise_if_closed=False)
+        # TorchRL 0.14.1 gives the same root ids
+        assert data["traj_count"].squeeze(-1).tolist() == [[0, 0, 2, 2, 4, 4, 5], [1, 1, 1, 3, 3, 3, 6]]
+
+    def test_traj_counter_per_agent(self):
+        env = TransformedEnv(_staggered_serial(), TrajCounter(out_key=("agents", "traj_count")))
+        try:
+            data = env.rollout(7, break_when_any_done=False)
+        finally:
+            env.close(raise_if_closed=False)
+        ids = data["agents", "traj_count"].squeeze(-1)
+        # one new id per agent of each reset env, in order: env 1's second episode (step 3) gets 9, 10, 11.
+        # TorchRL 0.14.1 gives it 15, 16, 17 (it skips the ids of the agents that were not reset)
+        assert ids[:, 0].tolist() == [[0, 1, 2], [3, 4, 5]] and ids[:, 3].tolist() == [[6, 7, 8], [9, 10, 11]]
+        assert ids[..., 0].tolist() == [[0, 0, 6, 6, 12, 12, 15], [3, 3, 3, 9, 9, 9, 18]]
 
 
 class TestTimerGroup(GroupContract):
