@@ -177,6 +177,18 @@ class TestActionScalingGroup(RecordingGroupContract):
         torch.testing.assert_close(spec.space.high, torch.full((2, 3, 1), 0.25))
 
 
+    def test_per_agent_bounds(self):
+        # loc/scale derived from a spec whose bounds differ per agent: [-1, 1], [-2, 2], [-3, 3]
+        base = make_env((2,))
+        high = torch.tensor([1.0, 2.0, 3.0]).reshape(3, 1).expand(2, 3, 1)
+        base.full_action_spec = Composite(agents=Composite(action=Bounded(-high, high, shape=(2, 3, 1)), shape=(2, 3)), shape=(2,))
+        env = TransformedEnv(base, ActionScaling(in_keys_inv=[ACT]))
+        check_env_specs(env, seed=0)
+        assert (env.full_action_spec[ACT].space.high == 1).all()
+        out = env.step(env.reset().set(ACT, torch.full((2, 3, 1), 0.5)))
+        assert out["next", *RECEIVED][0].flatten().tolist() == [0.5, 1.0, 1.5]  # as TorchRL 0.14.1
+
+
 class TestActionDiscretizerGroup(RecordingGroupContract):
     def make_group_transform(self):
         return ActionDiscretizer(5, action_key=ACT)
