@@ -775,3 +775,37 @@ class TestComposeGroup(GroupContract):
         out = env.step(td)
         expected = (x0 + td[ACT]).clamp(-3, 3)
         torch.testing.assert_close(torch.atanh(out[("next", *OBS)][..., 0]), expected, atol=1e-4, rtol=1e-4)
+
+
+class TestGroupVariants:
+    """Other configurations on the group, run the same way on TorchRL 0.14.1 (same keys, shapes, dtypes)."""
+
+    def _rollout(self, transform):
+        env = TransformedEnv(AgentsEnv(batch_size=(2,)), transform)
+        check_env_specs(env, seed=0)
+        return env, env.rollout(3, break_when_any_done=False)
+
+    def test_dtype_cast_every_float_entry(self):
+        env, data = self._rollout(DTypeCastTransform(torch.float32, torch.float64))
+        for key in (OBS, REW, "observation"):
+            assert data[("next", key)].dtype == torch.float64
+        assert env.full_action_spec[ACT].dtype == torch.float64 and env.observation_spec["agents"].shape == (2, 3)
+        _group_untouched(data)
+
+    def test_select_without_rewards(self):
+        env, data = self._rollout(SelectTransform(OBS, keep_rewards=False))
+        assert env.reward_keys == [] and env.action_keys == [ACT]
+        assert set(data["next"].keys(True, True)) == {OBS, "done", "terminated"}
+
+    def test_squeeze_group_reward_in_place(self):
+        env, data = self._rollout(SqueezeTransform(-1, in_keys=[REW]))
+        assert env.full_reward_spec[REW].shape == (2, 3) and data[("next", *REW)].shape == (2, 3, 3)
+        x = torch.atanh(data[("next", *OBS)][..., 0])
+        torch.testing.assert_close(data[("next", *REW)], -(x * x), atol=1e-4, rtol=1e-4)
+
+    def test_primer_with_nested_key(self):
+        # a flat {("agents", "h"): spec} primer goes into the existing group with its agent dim (TorchRL 0.14.1
+        # fails on it: "Attempting to broadcast a dimension of length 3")
+        env, data = self._rollout(TensorDictPrimer({("agents", "h"): Unbounded(shape=(3, 4))}, expand_specs=True))
+        assert env.state_spec["agents", "h"].shape == (2, 3, 4) and env.state_spec["agents"].shape == (2, 3)
+        assert data["agents", "h"].shape == (2, 3, 3, 4) and (data["agents", "h"] == 0).all()

@@ -126,6 +126,7 @@ class TensorDictPrimer(Transform):
         self._given_reset_key = reset_key
         self._reset_key: NestedKey | None = reset_key
         self._leaves: list[tuple[NestedKey, TensorSpec]] | None = None
+        self._observation_groups: dict = {}  # shapes of the primers' groups in the env's observation spec
         self._batch_ndim = 0
         self._pre_values: dict | None = None
 
@@ -164,6 +165,7 @@ class TensorDictPrimer(Transform):
     def set_container(self, container) -> None:
         super().set_container(container)
         self._leaves = None
+        self._observation_groups = {}
         self._reset_key = self._given_reset_key
 
     def to(self, *args, **kwargs) -> "TensorDictPrimer":
@@ -214,28 +216,42 @@ class TensorDictPrimer(Transform):
         self._reset_key = self._pick_reset_key([from_tuple(p + ("_reset",)) for p in groups])
         return super().transform_output_spec(output_spec)
 
-    def _add_groups(self, spec: Composite, batch: torch.Size) -> None:
+    def _group_keys(self) -> list[NestedKey]:
+        return [key for key, sub in self.primers.items(True, False) if isinstance(sub, Composite)]
+
+    def _add_groups(self, spec: Composite, batch: torch.Size, known: dict) -> None:
         """Creates the primers' sub-``Composite`` entries (e.g. a group ``"agents"`` of shape ``(n_agents,)``)
-        absent from ``spec``, with their own shape after the batch dims (a group already there keeps its)."""
-        for key, sub in self.primers.items(True, False):
-            if not isinstance(sub, Composite) or as_tuple(key) in spec.keys(True):
+        absent from ``spec``: with the shape ``known`` for that group elsewhere in the env's specs when the
+        primers do not give one, else with their own shape after the batch dims."""
+        for key in self._group_keys():
+            if as_tuple(key) in spec.keys(True):
                 continue
+            sub = self.primers[key]
             shape = sub.shape
-            if batch and shape[: len(batch)] != batch and not (self.primers.shape == batch or self.expand_specs is False):
+            if not shape and as_tuple(key) in known:
+                shape = known[as_tuple(key)]
+            elif batch and shape[: len(batch)] != batch and not (self.primers.shape == batch or self.expand_specs is False):
                 shape = torch.Size((*batch, *shape))
             spec[from_tuple(as_tuple(key))] = Composite(shape=shape, device=sub.device)
 
+    @staticmethod
+    def _shapes(spec: Composite | None, keys) -> dict:
+        found = {} if spec is None else {as_tuple(k): spec.get(k, None) for k in keys}
+        return {k: v.shape for k, v in found.items() if isinstance(v, Composite)}
+
     def transform_observation_spec(self, observation_spec: Composite) -> Composite:
         leaves = self._build_leaves(observation_spec.shape)
-        self._add_groups(observation_spec, observation_spec.shape)
+        self._add_groups(observation_spec, observation_spec.shape, {})
         for key, leaf in leaves:
             observation_spec[key] = leaf
+        self._observation_groups = self._shapes(observation_spec, self._group_keys())
         return observation_spec
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
         leaves = self._leaves if self._leaves is not None else self._build_leaves(input_spec.shape)
         state = input_spec["full_state_spec"]
-        self._add_groups(state, input_spec.shape)
+        known = {**self._shapes(input_spec.get("full_action_spec", None), self._group_keys()), **self._observation_groups}
+        self._add_groups(state, input_spec.shape, known)
         for key, leaf in leaves:
             state[key] = leaf.clone()
         return input_spec
