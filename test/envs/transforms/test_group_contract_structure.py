@@ -15,7 +15,7 @@ from tensordict.nn import TensorDictModule
 
 from test.envs.transforms._group_env import AgentsEnv
 from test.envs.transforms.contract import GroupContract
-from torchrl.data.tensor_specs import Categorical, Composite, Unbounded
+from torchrl.data.tensor_specs import Bounded, Categorical, Composite, Unbounded
 from torchrl.envs import TransformedEnv, check_env_specs
 from torchrl.envs.transforms import (
     BatchSizeTransform,
@@ -809,3 +809,31 @@ class TestGroupVariants:
         env, data = self._rollout(TensorDictPrimer({("agents", "h"): Unbounded(shape=(3, 4))}, expand_specs=True))
         assert env.state_spec["agents", "h"].shape == (2, 3, 4) and env.state_spec["agents"].shape == (2, 3)
         assert data["agents", "h"].shape == (2, 3, 3, 4) and (data["agents", "h"] == 0).all()
+
+    def test_module_transform_inverse_on_group_action(self):
+        # the outside writes ("agents", "raw") in [-2, 2]; the module halves it into the env's action
+        def action_spec(spec):
+            spec = spec.clone()
+            spec["agents", "raw"] = Bounded(-2.0, 2.0, shape=spec[ACT].shape)
+            del spec[ACT]
+            return spec
+
+        module = TensorDictModule(lambda raw: raw * 0.5, in_keys=[("agents", "raw")], out_keys=[ACT])
+        env, data = self._rollout(ModuleTransform(module=module, inverse=True, action_spec_transform=action_spec))
+        assert env.action_keys == [("agents", "raw")] and env.full_action_spec["agents"].shape == (2, 3)
+        td = env.reset()
+        x0 = torch.atanh(td[OBS][..., 0])
+        td["agents", "raw"] = torch.tensor([1.0, -2.0, 0.5]).view(1, 3, 1).expand(2, 3, 1)
+        out = env.step(td)
+        expected = (x0 + torch.tensor([0.5, -1.0, 0.25])).clamp(-3, 3)
+        torch.testing.assert_close(torch.atanh(out[("next", *OBS)][..., 0]), expected, atol=1e-4, rtol=1e-4)
+
+    def test_exclude_every_group_output(self):
+        # the group's outputs all excluded: TorchRL 0.14.1 keeps the emptied "agents" Composite in the
+        # observation and reward specs; so does this implementation (RemoveEmptySpecs drops them)
+        env, data = self._rollout(ExcludeTransform(OBS, REW))
+        assert list(env.observation_spec.keys(True)) == ["agents", "observation"]
+        assert env.observation_spec["agents"].shape == (2, 3) and env.full_action_spec["agents"].shape == (2, 3)
+        env2 = TransformedEnv(AgentsEnv(batch_size=(2,)), Compose(ExcludeTransform(OBS, REW), RemoveEmptySpecs()))
+        check_env_specs(env2, seed=0)
+        assert list(env2.observation_spec.keys(True)) == ["observation"] and env2.full_action_spec[ACT].shape == (2, 3, 1)
