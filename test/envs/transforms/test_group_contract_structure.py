@@ -335,6 +335,30 @@ class SplitAgentsEnv(AgentsEnv):
         return self._split(super()._step(tensordict.copy().set(("agents", "action"), action)))
 
 
+class SplitDoneEnv(SplitAgentsEnv):
+    """SplitAgentsEnv whose per-agent groups also hold done flags (all done with the env)."""
+
+    def __init__(self, batch_size=(), **kwargs):
+        super().__init__(batch_size=batch_size, **kwargs)
+        shape = self.batch_size
+        flag = Categorical(2, shape=(*shape, 1), dtype=torch.bool)
+        self.full_done_spec = Composite(
+            done=flag.clone(), terminated=flag.clone(),
+            **{n: Composite(done=flag.clone(), terminated=flag.clone(), shape=shape) for n in self.names}, shape=shape)
+
+    def _flags(self, out):
+        for n in self.names:
+            out.set((n, "done"), out.get("done").clone())
+            out.set((n, "terminated"), out.get("terminated").clone())
+        return out
+
+    def _reset(self, tensordict, **kwargs):
+        return self._flags(super()._reset(tensordict, **kwargs))
+
+    def _step(self, tensordict):
+        return self._flags(super()._step(tensordict))
+
+
 NAMES = ["agent_0", "agent_1", "agent_2"]
 
 
@@ -381,6 +405,16 @@ class TestStackGroup(GroupContract):
         # agent i moved by its own slice of the stacked action
         expected = (x0 + torch.tensor([0.1, -0.2, 0.3])).clamp(-3, 3)
         torch.testing.assert_close(-out[("next", *REW)][..., 0], expected**2, atol=1e-5, rtol=1e-5)
+
+    def test_stack_done_groups(self):
+        # per-agent done groups stacked too: one done group "agents" of shape (2, 3), its reset key
+        # ("agents", "_reset"); TorchRL 0.14.1 gives the same keys and flags on this env
+        env = TransformedEnv(SplitDoneEnv(batch_size=(2,)), self.make_group_transform())
+        check_env_specs(env, seed=0)
+        assert env.done_keys == ["done", "terminated", ("agents", "done"), ("agents", "terminated")]
+        assert env.reset_keys == ["_reset", ("agents", "_reset")] and env.full_done_spec["agents"].shape == (2, 3)
+        data = env.rollout(6, break_when_any_done=False)
+        assert data[("next", "agents", "done")].squeeze(-1)[0].int().tolist() == [[0] * 3] * 3 + [[1] * 3] + [[0] * 3] * 2
 
     @pytest.mark.parametrize("out_key", ["all_obs", ("team", "observation")])
     def test_stack_leaves(self, out_key):
@@ -819,7 +853,7 @@ class TestGroupVariants:
             return spec
 
         module = TensorDictModule(lambda raw: raw * 0.5, in_keys=[("agents", "raw")], out_keys=[ACT])
-        env, data = self._rollout(ModuleTransform(module=module, inverse=True, action_spec_transform=action_spec))
+        env, _ = self._rollout(ModuleTransform(module=module, inverse=True, action_spec_transform=action_spec))
         assert env.action_keys == [("agents", "raw")] and env.full_action_spec["agents"].shape == (2, 3)
         td = env.reset()
         x0 = torch.atanh(td[OBS][..., 0])
@@ -831,7 +865,7 @@ class TestGroupVariants:
     def test_exclude_every_group_output(self):
         # the group's outputs all excluded: TorchRL 0.14.1 keeps the emptied "agents" Composite in the
         # observation and reward specs; so does this implementation (RemoveEmptySpecs drops them)
-        env, data = self._rollout(ExcludeTransform(OBS, REW))
+        env, _ = self._rollout(ExcludeTransform(OBS, REW))
         assert list(env.observation_spec.keys(True)) == ["agents", "observation"]
         assert env.observation_spec["agents"].shape == (2, 3) and env.full_action_spec["agents"].shape == (2, 3)
         env2 = TransformedEnv(AgentsEnv(batch_size=(2,)), Compose(ExcludeTransform(OBS, REW), RemoveEmptySpecs()))
