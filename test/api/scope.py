@@ -80,7 +80,14 @@ OBJECTIVES_LATER = [
     "categorical_kl_balanced", "categorical_kl_terms",
 ]
 
+# torchrl.weight_update: the distributed, RPC and Ray transports come with the rest of issue 21.
+WEIGHT_UPDATE_LATER = [
+    "DistributedTransport", "DistributedWeightSyncScheme", "RPCTransport", "RPCWeightSyncScheme", "RayTransport",
+    "RayWeightSyncScheme", "RayModuleTransformScheme",
+]
+
 SCOPE: dict[str, list[str] | str | tuple[str, list[str]]] = {
+    "torchrl.weight_update": ("all", WEIGHT_UPDATE_LATER),
     "torchrl": "all",
     "torchrl.data.tensor_specs": SPEC_NAMES,
     "torchrl.objectives.value.functional": "all",

@@ -461,7 +461,7 @@ def test_attribute_helpers():
         ({"backend": "distributed"}, r"backend='distributed' is not available: torch.distributed is part of torch, but"),
         ({"backend": "rpc"}, r"backend='rpc' is not available: .*no RPC collector transport yet"),
         ({"backend": "nope"}, r"unknown backend 'nope'; the registered backends are \['direct', 'process'\]"),
-        ({"weight_sync_schemes": {"policy": object()}}, "weight_sync_schemes=.*not supported"),
+        ({"weight_recv_schemes": {"policy": object()}}, "weight_recv_schemes=.*receiver-side weight-sync schemes"),
         ({"trajs_per_write": 4}, "trajs_per_write=4: trajs_per_write is not supported"),
         ({"cudagraph_policy": True}, "cudagraph_policy=True: CUDA-graph policies are not supported"),
         ({"backend": "direct", "num_collectors": 2}, "backend='direct' runs one collector"),

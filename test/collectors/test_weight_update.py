@@ -26,7 +26,7 @@ def test_as_weights_accepts_module_tensordict_and_state_dict():
     from_sd = as_weights(TensorDictModule(m, ["observation"], ["action"]).state_dict())
     assert torch.equal(from_sd["module", "weight"], m.weight.data)
     assert as_weights(None) is None
-    with pytest.raises(TypeError, match="expected policy weights as an nn.Module, a TensorDict or a state_dict, got int"):
+    with pytest.raises(TypeError, match="expected weights as an nn.Module, a TensorDict or a state_dict, got int"):
         as_weights(3)
 
 

@@ -40,8 +40,9 @@ from torchrl.collectors._policy_call import module_device
 from torchrl.collectors._pool import PipeTransport, Transport, default_start_method
 from torchrl.collectors._single import Collector, check_unsupported, register_backend
 from torchrl.collectors._traj_ids import TrajIdMapper
-from torchrl.collectors.weight_update import MultiProcessedWeightUpdater, WeightUpdaterBase, as_weights
+from torchrl.collectors.weight_update import MultiProcessedWeightUpdater, WeightUpdaterBase, as_weights, attach_schemes
 from torchrl.envs.common import EnvBase
+from torchrl.weight_update import MultiProcessWeightSyncScheme, SharedMemTransport, SharedMemWeightSyncScheme
 
 __all__ = ["AsyncCollector", "MultiAsyncCollector", "MultiCollector", "MultiSyncCollector"]
 
@@ -74,6 +75,32 @@ class _PipeWeightUpdater(WeightUpdaterBase):
         ids = self.all_worker_ids() if worker_ids is None else worker_ids
         for i in [ids] if isinstance(ids, int) else ids:
             self._collector._pool.push_weights(int(i), weights)
+
+
+class _WorkerPipeTransport:
+    """A weight-sync scheme's transport to one worker of a process collector: its command pipe."""
+
+    def __init__(self, collector: "MultiCollector", worker_idx: int) -> None:
+        self._collector = collector
+        self._idx = worker_idx
+
+    def send_weights(self, weights: Any) -> None:
+        weights = as_weights(weights)
+        if weights.device not in (None, torch.device("cpu")):
+            weights = weights.detach().cpu()
+        self._collector._pool.push_weights(self._idx, weights)
+
+    def receive_weights(self, timeout=None, *, weights=None, model=None, strategy=None):
+        return None  # applied by the worker before its next batch
+
+
+def _shares_weights(schemes: dict | None) -> bool:
+    """Whether the workers run on the policy's weights in shared memory (the default, and
+    ``SharedMemWeightSyncScheme``); other schemes give each worker its own copy."""
+    if not schemes or "policy" not in schemes:
+        return True
+    scheme = schemes["policy"]
+    return isinstance(scheme, SharedMemWeightSyncScheme) and not isinstance(scheme, MultiProcessWeightSyncScheme)
 
 
 class MultiCollector(BaseCollector):
@@ -187,8 +214,9 @@ class MultiCollector(BaseCollector):
         if sync is not None and self._SYNC is not None and bool(sync) != self._SYNC:
             raise ValueError(f"{owner}: sync={sync} contradicts the class; use MultiCollector(sync=...) to choose.")
         super().__init__(pre_collect_hook=pre_collect_hook, post_collect_hook=post_collect_hook)
-        check_unsupported(owner, weight_sync_schemes=weight_sync_schemes, weight_recv_schemes=weight_recv_schemes,
-                          cudagraph_policy=cudagraph_policy or None)
+        check_unsupported(owner, weight_recv_schemes=weight_recv_schemes, cudagraph_policy=cudagraph_policy or None)
+        if weight_sync_schemes is not None and weight_updater is not None:
+            raise ValueError(f"{owner}: pass either weight_updater or weight_sync_schemes, not both.")
         if not reset_when_done:
             raise ValueError("reset_when_done is deprecated. Finished sub-environments are always reset (TorchRL 0.14 raises this ValueError too); to keep stepping past the end of episodes, step the env yourself (env.rollout(..., break_when_any_done=False)).")
         if preemptive_threshold is not None:
@@ -219,8 +247,9 @@ class MultiCollector(BaseCollector):
         self.cat_results = self._cat_results(cat_results)
         per_kwargs = self._per_worker(create_env_kwargs, n, "create_env_kwargs", default={})
         factories = self._per_worker(policy_factory, n, "policy_factory", default=None)
-        shared = self._share_policy_weights(policy)
+        shared = self._share_policy_weights(policy) if _shares_weights(weight_sync_schemes) else None
         self._shared_weights = shared
+        self._shm_transport: SharedMemTransport | None = None
         common = dict(
             total_frames=-1,
             max_frames_per_traj=max_frames_per_traj, reset_at_each_iter=reset_at_each_iter,
@@ -254,6 +283,7 @@ class MultiCollector(BaseCollector):
             self._finalizer()
             raise
         self._setup_updater(weight_updater, shared)
+        attach_schemes(self, weight_sync_schemes)
 
     # -- construction helpers ---------------------------------------------------------------------------------
     @staticmethod
@@ -360,6 +390,17 @@ class MultiCollector(BaseCollector):
             )
         else:
             self.weight_updater = _PipeWeightUpdater(self)
+
+    def _weight_transport(self, scheme, worker_idx: int):
+        """The transport a weight-sync scheme sends worker ``worker_idx``'s weights through: the shared
+        weights (one transport for all) when the scheme shares memory and the policy's weights are shared,
+        else the worker's command pipe (applied before its next batch)."""
+        if self._shared_weights is not None and not isinstance(scheme, MultiProcessWeightSyncScheme):
+            if self._shm_transport is None:
+                self._shm_transport = SharedMemTransport()
+                self._shm_transport.register_weights({i: self._shared_weights for i in range(self.num_workers)}, {})
+            return self._shm_transport
+        return _WorkerPipeTransport(self, worker_idx)
 
     # -- batches ------------------------------------------------------------------------------------------------------
     def _remap(self, i: int, batch: TensorDictBase) -> None:

@@ -20,7 +20,7 @@ from torchrl.collectors._loop import _NO_POLICY, StepLoop
 from torchrl.collectors._policy_call import _generic_call, make_actor
 from torchrl.collectors._profile import RolloutProfiler
 from torchrl.collectors._trajectories import TrajectoryAssembler
-from torchrl.collectors.weight_update import VanillaWeightUpdater, WeightUpdaterBase, as_weights
+from torchrl.collectors.weight_update import VanillaWeightUpdater, WeightUpdaterBase, as_weights, attach_schemes
 from torchrl.envs.common import EnvBase
 from torchrl.envs.transforms import StepCounter, TransformedEnv
 from torchrl.modules.tensordict_module._policy_env import apply_policy_env_transforms
@@ -83,8 +83,9 @@ def resolve_device(value) -> torch.device | None:
 def check_unsupported(owner: str, **options: Any) -> None:
     """Raises a ``ValueError`` naming every option that was given a value this implementation does not support."""
     messages = {
-        "weight_sync_schemes": "weight-sync schemes (torchrl.weight_update) are not supported; use update_policy_weights_() or weight_updater=",
-        "weight_recv_schemes": "weight-sync schemes (torchrl.weight_update) are not supported; use update_policy_weights_() or weight_updater=",
+        "weight_recv_schemes": "receiver-side weight-sync schemes belong to collectors that run inside a remote worker, "
+                               "which this package does not have yet; send weights with weight_sync_schemes= or "
+                               "update_policy_weights_()",
         "trajs_per_write": "trajs_per_write is not supported",
         "interruptor": "interruptors (preemption) are not supported",
         "cudagraph_policy": "CUDA-graph policies are not supported; use compile_policy=",
@@ -253,7 +254,7 @@ class Collector(BaseCollector):
             raise TypeError(f"Collector got unexpected keyword arguments {sorted(kwargs)}.")
         super().__init__(pre_collect_hook=pre_collect_hook, post_collect_hook=post_collect_hook)
         check_unsupported(
-            "Collector", weight_sync_schemes=weight_sync_schemes, weight_recv_schemes=weight_recv_schemes,
+            "Collector", weight_recv_schemes=weight_recv_schemes,
             trajs_per_write=trajs_per_write, interruptor=interruptor, cudagraph_policy=cudagraph_policy or None, compact_obs=compact_obs,
         )
         if policy is not None and policy_factory is not None:
@@ -314,6 +315,21 @@ class Collector(BaseCollector):
         self.trajs_per_batch = trajs_per_batch if trajs_per_batch and trajs_per_batch > 0 else None
         self._assembler = self._make_assembler(traj_format, track_traj_ids)
         self._setup_updater(weight_updater, module, policy)
+        if weight_sync_schemes is not None:
+            if weight_updater is not None:
+                raise ValueError("Collector: pass either weight_updater or weight_sync_schemes, not both.")
+            getter = None
+            if isinstance(policy, nn.Module) and module is not policy:
+                getter = lambda: as_weights(policy)  # noqa: E731  (the running copy lives on another device)
+            attach_schemes(self, weight_sync_schemes, weight_getter=getter)
+
+    def _weight_transport(self, scheme, worker_idx: int):
+        """The transport a weight-sync scheme writes through: the running policy, in this process."""
+        from torchrl.weight_update._scheme import _DirectTransport
+
+        if self._policy_module is None:
+            raise ValueError("Collector: weight_sync_schemes needs a policy with weights (an nn.Module).")
+        return _DirectTransport(lambda: self._policy_module, scheme.strategy)
 
     # -- construction helpers -------------------------------------------------------------------------------------
     @staticmethod

@@ -6,6 +6,8 @@
   :class:`~torchrl.collectors.Collector`).
 - :class:`MultiProcessedWeightUpdater`: copies weights into the shared-memory parameters that worker
   processes read (the default of the multi-process collectors).
+- :class:`SchemeWeightUpdater`: drives a :class:`~torchrl.weight_update.WeightSyncScheme` (what
+  ``weight_sync_schemes={"policy": scheme}`` installs, through :func:`attach_schemes`).
 """
 from __future__ import annotations
 
@@ -18,49 +20,18 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-__all__ = ["MultiProcessedWeightUpdater", "VanillaWeightUpdater", "WeightUpdaterBase", "as_weights", "copy_weights"]
+from torchrl.weight_update._scheme import WeightSyncScheme
+from torchrl.weight_update._strategy import as_weights, copy_weights
 
-
-def as_weights(policy_or_weights: Any) -> TensorDictBase | None:
-    """The weights carried by ``policy_or_weights`` as a TensorDict of plain tensors (``None`` stays ``None``).
-
-    Accepts a module (its parameters and buffers), a TensorDict, or a ``state_dict``-like mapping whose
-    dotted keys are nested.
-
-    Raises:
-        TypeError: for any other type.
-    """
-    if policy_or_weights is None:
-        return None
-    if isinstance(policy_or_weights, nn.Module):
-        return TensorDict.from_module(policy_or_weights).data
-    if isinstance(policy_or_weights, TensorDictBase):
-        return policy_or_weights.data if policy_or_weights.requires_grad else policy_or_weights
-    if isinstance(policy_or_weights, dict):
-        flat = {k: (v.data if isinstance(v, torch.Tensor) else v) for k, v in policy_or_weights.items()}
-        return TensorDict(flat, batch_size=[]).unflatten_keys(".")
-    raise TypeError(
-        f"expected policy weights as an nn.Module, a TensorDict or a state_dict, got {type(policy_or_weights).__name__}."
-    )
-
-
-def copy_weights(dest: TensorDictBase, src: TensorDictBase, *, where: str) -> None:
-    """Copies ``src`` into ``dest`` in place (skipping leaves that already share memory).
-
-    Raises:
-        KeyError: ``src`` lacks a weight that ``dest`` has (the message names it).
-    """
-    for key, target in dest.items(include_nested=True, leaves_only=True):
-        value = src.get(key, None)
-        if value is None:
-            raise KeyError(
-                f"{where}: the new weights have no entry {key!r}; expected the keys of "
-                f"TensorDict.from_module(policy) (e.g. {list(dest.keys(True, True))[:4]})."
-            )
-        if value.data_ptr() == target.data_ptr() and value.shape == target.shape:
-            continue
-        with torch.no_grad():
-            target.copy_(value)
+__all__ = [
+    "MultiProcessedWeightUpdater",
+    "SchemeWeightUpdater",
+    "VanillaWeightUpdater",
+    "WeightUpdaterBase",
+    "as_weights",
+    "attach_schemes",
+    "copy_weights",
+]
 
 
 class WeightUpdaterBase(metaclass=abc.ABCMeta):
@@ -247,3 +218,56 @@ class MultiProcessedWeightUpdater(WeightUpdaterBase):
                     f"MultiProcessedWeightUpdater: no weights for worker/device {target!r}; known: {self.all_worker_ids()}."
                 )
             copy_weights(self.policy_weights[key], weights, where="MultiProcessedWeightUpdater")
+
+
+class SchemeWeightUpdater(WeightUpdaterBase):
+    """Pushes weights through a :class:`~torchrl.weight_update.WeightSyncScheme` initialized on the sender
+    side (what a collector built with ``weight_sync_schemes=`` uses).
+
+    Args:
+        scheme: the scheme, already initialized with ``init_on_sender``.
+
+    Keyword Args:
+        weight_getter: returns the weights to send when none are given (``None``: the scheme's model).
+    """
+
+    def __init__(self, scheme: WeightSyncScheme, *, weight_getter: Callable[[], Any] | None = None) -> None:
+        super().__init__()
+        self.scheme = scheme
+        self.weight_getter = weight_getter
+
+    def _get_server_weights(self) -> Any:
+        return self.weight_getter() if self.weight_getter is not None else None
+
+    def _push_weights(self, policy_or_weights: Any = None, worker_ids: Any = None) -> None:
+        weights = policy_or_weights if policy_or_weights is not None else self._get_server_weights()
+        self.scheme.send(weights, worker_ids=worker_ids)
+
+
+def attach_schemes(collector, schemes: dict | None, *, weight_getter: Callable[[], Any] | None = None) -> None:
+    """Makes ``collector`` send its policy's weights through ``schemes["policy"]``: initializes the scheme
+    on the sender side with the collector as context, connects it, and installs a
+    :class:`SchemeWeightUpdater` (``collector.update_policy_weights_()`` then calls ``scheme.send``).
+
+    Raises:
+        TypeError: ``schemes`` is not a dict of :class:`~torchrl.weight_update.WeightSyncScheme`.
+        KeyError: a model id other than ``"policy"`` (the only model these collectors run).
+    """
+    if schemes is None:
+        return
+    owner = type(collector).__name__
+    if not isinstance(schemes, dict):
+        raise TypeError(f"{owner}: weight_sync_schemes must be a dict {{model_id: WeightSyncScheme}}, got "
+                        f"{type(schemes).__name__}.")
+    for model_id, scheme in schemes.items():
+        if not isinstance(scheme, WeightSyncScheme):
+            raise TypeError(f"{owner}: weight_sync_schemes[{model_id!r}] must be a WeightSyncScheme, got "
+                            f"{type(scheme).__name__}.")
+        if model_id != "policy":
+            raise KeyError(f"{owner}: weight_sync_schemes has a scheme for {model_id!r}; this collector only runs "
+                           f"'policy'.")
+    scheme = schemes["policy"]
+    scheme.init_on_sender(model_id="policy", context=collector)
+    scheme.connect()
+    collector._weight_sync_schemes = dict(schemes)
+    collector.weight_updater = SchemeWeightUpdater(scheme, weight_getter=weight_getter)

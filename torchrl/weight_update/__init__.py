@@ -1,0 +1,32 @@
+"""``torchrl.weight_update``: how trained weights reach the models that collect data.
+
+A :class:`WeightSyncScheme` moves ONE model's weights from the process that trains (the sender) to the
+workers that run it (receivers); a :class:`WeightStrategy` reads and writes them (``"tensordict"`` or
+``"state_dict"``); a transport carries them. Collectors take ``weight_sync_schemes={"policy": scheme}``
+and drive the scheme from ``update_policy_weights_()``.
+
+- :class:`SharedMemWeightSyncScheme` / :class:`SharedMemTransport`: weights in shared memory, updated in place.
+- :class:`MultiProcessWeightSyncScheme` / :class:`MPTransport`: copies sent per worker (queues, or a
+  collector's pipes), acknowledged.
+- :class:`NoWeightSyncScheme`: workers keep the weights they were built with.
+"""
+from __future__ import annotations
+
+from torchrl.weight_update._multiprocess import MPTransport, MultiProcessWeightSyncScheme
+from torchrl.weight_update._no_sync import NoWeightSyncScheme
+from torchrl.weight_update._scheme import InitialSyncTransport, TransportBackend, WeightSyncBackend, WeightSyncScheme
+from torchrl.weight_update._shared_mem import SharedMemTransport, SharedMemWeightSyncScheme
+from torchrl.weight_update._strategy import WeightStrategy
+
+__all__ = [
+    "InitialSyncTransport",
+    "MPTransport",
+    "MultiProcessWeightSyncScheme",
+    "NoWeightSyncScheme",
+    "SharedMemTransport",
+    "SharedMemWeightSyncScheme",
+    "TransportBackend",
+    "WeightStrategy",
+    "WeightSyncBackend",
+    "WeightSyncScheme",
+]
