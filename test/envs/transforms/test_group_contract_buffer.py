@@ -346,9 +346,11 @@ class TestRandomTruncationGroup(GroupContract):
             rb.sample()
 
 
-@pytest.mark.xfail(strict=True, reason="LazyTensorStorage._allocate builds its storage with TensorDict.apply("
-                   "batch_size=...), which gives nested tensordicts the root's batch size: the agent dim is lost")
-def test_lazy_tensor_storage_keeps_the_agent_dim():
-    rb = ReplayBuffer(storage=LazyTensorStorage(T), batch_size=2)
-    rb.extend(group_trajectory())
+@pytest.mark.parametrize("storage", [LazyTensorStorage, LazyMemmapStorage])
+def test_lazy_storages_keep_the_agent_dim(storage):
+    rb = ReplayBuffer(storage=storage(T), batch_size=2)
+    data = group_trajectory()
+    rb.extend(data)
     assert rb[:T]["agents"].batch_size == (T, N_AGENTS)
+    assert rb.sample()["agents"].batch_size == (2, N_AGENTS)
+    assert (rb[:T] == data).all()

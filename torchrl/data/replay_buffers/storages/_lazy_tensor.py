@@ -102,12 +102,23 @@ class LazyTensorStorage(TensorStorage):
 
         if is_tensor_collection(template):
             storage = template.apply(zeros, batch_size=[rows, *template.batch_size], device=device)
+            _keep_nested_dims(storage, template, rows)
             if self.consolidated:
                 storage = storage.consolidate()
             return storage
         if isinstance(template, torch.Tensor):
             return zeros(template)
         return tree_map(zeros, template)
+
+
+def _keep_nested_dims(storage, template, rows: int) -> None:
+    """Gives each nested tensordict of ``storage`` its template's batch dims after the row dim (``apply``
+    with a ``batch_size`` gives them the root's): a group ``("agents", ...)`` stored from data of batch size
+    ``(T, n_agents)`` comes back as such."""
+    nested = [(key, value.batch_size) for key, value in template.items(include_nested=True)
+              if is_tensor_collection(value) and len(value.batch_size) > len(template.batch_size)]
+    for key, batch_size in sorted(nested, key=lambda kv: len(kv[0]) if isinstance(kv[0], tuple) else 1):
+        storage.get(key).batch_size = torch.Size([rows, *batch_size])
 
 
 def _prod(shape) -> int:
