@@ -9,7 +9,7 @@ import torch
 from tensordict import TensorDict
 
 from torchrl.data.tensor_specs import Binary, Bounded, Categorical, Composite, MultiCategorical, OneHot, Unbounded
-from torchrl.envs import AutoResetEnv, SerialEnv, TransformedEnv, check_env_specs
+from torchrl.envs import AutoResetEnv, ParallelEnv, SerialEnv, TransformedEnv, check_env_specs
 from torchrl.envs.transforms import (
     ActionChunkTransform,
     ActionDiscretizer,
@@ -492,10 +492,15 @@ class TestConditionalSkipGroup(RecordingGroupContract):
         finally:
             env.close(raise_if_closed=False)
 
-    @pytest.mark.xfail(strict=True, reason="SerialEnv ignores the '_step' mask (steps every sub-env); TorchRL "
-                       "steps only the masked ones: a batched-env fix, not a transform one")
-    def test_serial_env_partial_skip(self):
-        env = TransformedEnv(SerialEnv(2, make_env), self.make_group_transform())
+    @pytest.mark.parametrize("batched", ["serial", "parallel", "parallel-unbuffered"])
+    def test_batched_env_partial_skip(self, batched):
+        # SerialEnv and ParallelEnv step only the sub-envs the "_step" mask selects
+        if batched == "serial":
+            make = SerialEnv
+        else:
+            buffers = batched == "parallel"
+            make = lambda n, fn: ParallelEnv(n, fn, mp_start_method="fork", use_buffers=buffers)  # noqa: E731
+        env = TransformedEnv(make(2, make_env), self.make_group_transform())
         try:
             env.set_seed(0)
             torch.manual_seed(1)

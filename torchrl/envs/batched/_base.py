@@ -326,7 +326,8 @@ class BatchedEnvBase(EnvBase):
     # -- step / reset ------------------------------------------------------------------------------------
     def _step_output(self, tensordict: TensorDictBase) -> TensorDictBase:
         # The sub-envs already completed their outputs (done siblings, shapes): no second pass here.
-        next_td = self._step(tensordict)
+        rows = self._rows_to_step(tensordict)
+        next_td = self._step(tensordict) if rows is None else self._step(tensordict, rows=rows)
         if self._run_type_checks:
             self._type_check(next_td, self.full_observation_spec, "step")
             self._type_check(next_td, self.full_reward_spec, "step")
@@ -334,6 +335,20 @@ class BatchedEnvBase(EnvBase):
         if self.share_individual_td:
             next_td = LazyStackedTensorDict.lazy_stack(list(next_td.unbind(0)), 0)
         return next_td
+
+    def _rows_to_step(self, tensordict: TensorDictBase) -> list[int] | None:
+        """The workers a ``"_step"`` mask (set by ``ConditionalSkip``) asks to step (``None``: all of them).
+
+        A worker steps when any of its rows is selected; the other workers are not stepped at all, and their
+        rows of the output are left for the caller to fill (the skipped rows repeat their last outputs).
+        """
+        mask = fast_get(tensordict, "_step")
+        if mask is None:
+            return None
+        mask = mask.reshape(self.num_workers, -1).any(-1)
+        if bool(mask.all()):
+            return None
+        return mask.nonzero().squeeze(-1).tolist()
 
     def _workers_to_reset(self, tensordict: TensorDictBase | None) -> torch.Tensor | None:
         """``(num_workers,)`` bool mask of the workers a reset concerns (``None``: all of them)."""

@@ -168,13 +168,15 @@ class ParallelEnv(BatchedEnvBase):
         return {i: pickle.loads(msg[1:]) for i, msg in pool.collect(idxs, what).items()}
 
     # -- step / reset ---------------------------------------------------------------------------------------
-    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+    def _step(self, tensordict: TensorDictBase, rows: list[int] | None = None) -> TensorDictBase:
+        # rows: the workers a "_step" mask selects (the others are not stepped; their output rows keep the
+        # last step's values). A batched worker steps all of its rows.
         pool = self._workers
         if pool is None or pool.failed is not None or any(pool.pending):
             pool = self._live()
         buffers = self._shared
         if buffers is None:
-            return self._step_pickled(tensordict)
+            return self._step_pickled(tensordict, rows)
         layouts = self._layouts
         non_blocking = self.non_blocking
         dst, src = [], []
@@ -191,8 +193,13 @@ class ParallelEnv(BatchedEnvBase):
             except (RuntimeError, TypeError):
                 for a, b in zip(dst, src):
                     a.copy_(b)
-        pool.broadcast(_STEP, "step")
-        pool.collect(pool.everyone, "step")
+        if rows is None:
+            pool.broadcast(_STEP, "step")
+            pool.collect(pool.everyone, "step")
+        else:
+            for i in rows:
+                pool.send(i, OP_STEP, what="step")
+            pool.collect(rows, "step")
         cast = self._cast_out
         if cast is None:
             leaves = [b.clone() for b in buffers["step_out"]]
@@ -201,16 +208,25 @@ class ParallelEnv(BatchedEnvBase):
         self._last_step = leaves
         return layouts["step_out"].build(leaves, self.batch_size, self.device)
 
-    def _step_pickled(self, tensordict: TensorDictBase) -> TensorDictBase:
+    def _step_pickled(self, tensordict: TensorDictBase, rows: list[int] | None = None) -> TensorDictBase:
         lin = self._layouts["step_in"]
         cols = [x.unbind(0) if x is not None else None for x in lin.read(tensordict)]
         n = self.num_workers
         pool = self._workers
-        for i in range(n):
+        idxs = range(n) if rows is None else rows
+        for i in idxs:
             row = lin.build([c[i] if c is not None else None for c in cols], self._sub_batch)
             pool.send(i, OP_STEP_PICKLED + pickle.dumps(row), what="step")
-        replies = pool.collect(range(n), "step")
-        out = torch.stack([pickle.loads(replies[i][1:]) for i in range(n)], 0)
+        replies = pool.collect(idxs, "step")
+        outs = {i: pickle.loads(replies[i][1:]) for i in idxs}
+        if rows is not None:  # the workers not stepped: their last step's output (zeros before the first)
+            last = getattr(self, "_last_pickled", None)
+            template = next(iter(outs.values()))
+            for i in range(n):
+                if i not in outs:
+                    outs[i] = last[i] if last is not None else template.clone().zero_()
+        out = torch.stack([outs[i] for i in range(n)], 0)
+        self._last_pickled = out
         if self.device is not None and out.device != self.device:
             out = out.to(self.device)
         self._last_step = self._layouts["step_out"].read(out)

@@ -96,15 +96,33 @@ class SerialEnv(BatchedEnvBase):
             leaves.append(stacked.to(cast) if cast is not None else stacked)
         return leaves
 
-    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+    def _step(self, tensordict: TensorDictBase, rows: list[int] | None = None) -> TensorDictBase:
         layouts = self._layouts
         lin = layouts["step_in"]
         columns = self._columns(lin.read(tensordict))
         sub, build = self._sub_batch, lin.build
-        outs = [step(build([c[i] if c is not None else None for c in columns], sub)) for i, step in enumerate(self._step_fns)]
         lout = layouts["step_out"]
-        leaves = self._last_step = self._stack(lout, outs, "step")
-        return lout.build(leaves, self.batch_size, self.device)
+        if rows is None:
+            outs = [step(build([c[i] if c is not None else None for c in columns], sub)) for i, step in enumerate(self._step_fns)]
+            leaves = self._last_step = self._stack(lout, outs, "step")
+            return lout.build(leaves, self.batch_size, self.device)
+        # a "_step" mask: only these sub-envs step (each gets its own rows of the mask when it is batched)
+        mask = fast_get(tensordict, "_step").reshape(self.num_workers, *sub) if sub else None
+        outs = [None] * self.num_workers
+        for i in rows:
+            td = build([c[i] if c is not None else None for c in columns], sub)
+            if mask is not None and not bool(mask[i].all()):
+                td.set("_step", mask[i])
+            outs[i] = self._step_fns[i](td)
+        leaves = self._stack(lout, outs, "step", rows)
+        if self._last_step is not None:  # the skipped sub-envs keep their last outputs
+            keep = torch.ones(self.num_workers, dtype=torch.bool)
+            keep[rows] = False
+            for new, old in zip(leaves, self._last_step):
+                if new is not None and old is not None:
+                    new[keep] = old[keep]
+        self._last_step = leaves
+        return lout.build([x if x is not None else z for x, z in zip(leaves, lout.zeros())], self.batch_size, self.device)
 
     def _reset_workers(self, tensordict: TensorDictBase | None, rows: list[int], kwargs: dict) -> list:
         layouts = self._layouts

@@ -52,9 +52,14 @@ def _partial_step(env, transform, tensordict, td_in, partial):
         return skip_output(env, tensordict)
     base = env._base
     if base.batch_locked:
-        # as TorchRL: a batch-locked env gets the mask and is trusted to step only those rows
+        # as TorchRL: a batch-locked env gets the mask and is trusted to step only those rows (SerialEnv and
+        # ParallelEnv step only the selected sub-envs); the skipped rows of its output repeat their last
+        # outputs, whatever the env returned there
         td_in.set("_step", partial)
-        return transform._step(tensordict, base._step_output(td_in))
+        out = base._step_output(td_in)
+        skipped = skip_output(env, tensordict[~partial], ~partial)
+        out[~partial] = skipped.select(*out.keys(include_nested=True, leaves_only=True), strict=False)
+        return transform._step(tensordict, out)
     stepped = transform._step(tensordict[partial], base._step_output(td_in[partial]))
     skipped = skip_output(env, tensordict[~partial], ~partial)
     n = len(batch)
