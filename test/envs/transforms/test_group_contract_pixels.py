@@ -46,13 +46,7 @@ PIX, RAW, IMG = ("agents", "pixels"), ("agents", "raw"), ("agents", "image")
 N_AGENTS, SIZE = 3, 16
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # convolutions on tiny images: more threads than free cores only adds spin-waiting on a busy machine
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class AgentPixelEnv(EnvBase):

@@ -22,13 +22,7 @@ from test.envs.transforms.test_backbones import r3m_checkpoint, resnet_state_dic
 SIZE = 16  # small images keep the ResNet cheap (layer3 and layer4 then see 1x1 maps)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # convolutions on tiny images: more threads than free cores only adds spin-waiting on a busy machine
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def make_r3m(**kwargs):

@@ -19,12 +19,7 @@ from test.envs.transforms.contract import TransformContract
 from test.envs.transforms.test_backbones import vc1_checkpoint
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def make_vc1(**kwargs):

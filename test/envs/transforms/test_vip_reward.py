@@ -14,13 +14,7 @@ from test.envs.transforms.test_backbones import vip_checkpoint, weights_dir
 from test.envs.transforms.test_vip import SIZE, expected_vip
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # convolutions on tiny images: more threads than free cores only adds spin-waiting on a busy machine
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class GoalPixelEnv(PixelEnv):
