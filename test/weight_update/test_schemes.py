@@ -17,6 +17,7 @@ from torch import nn
 from torchrl.collectors import Collector, MultiAsyncCollector, MultiSyncCollector
 from torchrl.envs import PendulumEnv
 from torchrl.weight_update import (
+    DistributedWeightSyncScheme,
     MPTransport,
     MultiProcessWeightSyncScheme,
     NoWeightSyncScheme,
@@ -69,6 +70,7 @@ def test_from_backend():
     assert type(WeightSyncScheme.from_backend("shared")) is SharedMemWeightSyncScheme
     scheme = WeightSyncScheme.from_backend("process", strategy="state_dict")
     assert type(scheme) is MultiProcessWeightSyncScheme and scheme.strategy.extract_as == "state_dict"
+    assert type(WeightSyncScheme.from_backend("distributed", sync=False)) is DistributedWeightSyncScheme
     with pytest.raises(ValueError, match="the ray weight transport is not part of this package yet"):
         WeightSyncScheme.from_backend("ray")
     with pytest.raises(ValueError, match="unknown backend 'carrier-pigeon'"):
@@ -242,7 +244,7 @@ def test_collector_scheme_errors():
         Collector(PendulumEnv(), policy, frames_per_batch=4, weight_recv_schemes={"policy": NoWeightSyncScheme()})
 
 
-@pytest.mark.parametrize("module", ["_strategy", "_no_sync", "_shared_mem", "_multiprocess"])
+@pytest.mark.parametrize("module", ["_strategy", "_no_sync", "_shared_mem", "_multiprocess", "_distributed"])
 def test_docstring_examples_run(module):
     import doctest
     import importlib

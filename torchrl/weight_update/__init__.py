@@ -8,10 +8,13 @@ and drive the scheme from ``update_policy_weights_()``.
 - :class:`SharedMemWeightSyncScheme` / :class:`SharedMemTransport`: weights in shared memory, updated in place.
 - :class:`MultiProcessWeightSyncScheme` / :class:`MPTransport`: copies sent per worker (queues, or a
   collector's pipes), acknowledged.
+- :class:`DistributedWeightSyncScheme` / :class:`DistributedTransport`: the ranks of a torch.distributed
+  process group; point-to-point sends, announced and acknowledged through the group's store.
 - :class:`NoWeightSyncScheme`: workers keep the weights they were built with.
 """
 from __future__ import annotations
 
+from torchrl.weight_update._distributed import DistributedTransport, DistributedWeightSyncScheme
 from torchrl.weight_update._multiprocess import MPTransport, MultiProcessWeightSyncScheme
 from torchrl.weight_update._no_sync import NoWeightSyncScheme
 from torchrl.weight_update._scheme import InitialSyncTransport, TransportBackend, WeightSyncBackend, WeightSyncScheme
@@ -19,6 +22,8 @@ from torchrl.weight_update._shared_mem import SharedMemTransport, SharedMemWeigh
 from torchrl.weight_update._strategy import WeightStrategy
 
 __all__ = [
+    "DistributedTransport",
+    "DistributedWeightSyncScheme",
     "InitialSyncTransport",
     "MPTransport",
     "MultiProcessWeightSyncScheme",

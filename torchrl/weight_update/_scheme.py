@@ -87,25 +87,27 @@ class WeightSyncScheme:
     @classmethod
     def from_backend(cls, backend: WeightSyncBackend, **kwargs) -> "WeightSyncScheme":
         """The scheme for ``backend``: ``"none"``, ``"direct"``/``"thread"``/``"shared"`` (shared memory),
-        ``"process"``/``"multiprocessing"`` (queues or the collector's pipes).
+        ``"process"``/``"multiprocessing"`` (queues or the collector's pipes), ``"distributed"``
+        (torch.distributed).
 
         Raises:
             ValueError: an unknown backend, or one whose transport this package does not ship yet.
         """
+        from torchrl.weight_update._distributed import DistributedWeightSyncScheme
         from torchrl.weight_update._multiprocess import MultiProcessWeightSyncScheme
         from torchrl.weight_update._no_sync import NoWeightSyncScheme
         from torchrl.weight_update._shared_mem import SharedMemWeightSyncScheme
 
         table = {"none": NoWeightSyncScheme, "direct": SharedMemWeightSyncScheme, "thread": SharedMemWeightSyncScheme,
                  "shared": SharedMemWeightSyncScheme, "process": MultiProcessWeightSyncScheme,
-                 "multiprocessing": MultiProcessWeightSyncScheme}
+                 "multiprocessing": MultiProcessWeightSyncScheme, "distributed": DistributedWeightSyncScheme}
         if backend in table:
             return table[backend](**kwargs)
-        if backend in ("distributed", "rpc", "ray"):
+        if backend in ("rpc", "ray"):
             raise ValueError(f"WeightSyncScheme.from_backend({backend!r}): the {backend} weight transport is not part "
                              f"of this package yet; use 'shared' or 'process'.")
         raise ValueError(f"WeightSyncScheme.from_backend: unknown backend {backend!r}; expected one of "
-                         f"{sorted(table) + ['distributed', 'rpc', 'ray']}.")
+                         f"{sorted(table) + ['rpc', 'ray']}.")
 
     # -- properties -------------------------------------------------------------------------------------------
     @property
