@@ -115,6 +115,17 @@ def test_death_is_detected_at_once(pool):
         pool.check()
 
 
+def test_a_death_is_reported_before_another_workers_reply(pool):
+    # an async consumer waits on every worker: a dead one must not hide behind a live one that keeps answering
+    pool.start([_CounterSpec(0), _CounterSpec(0)], "fork")
+    os.kill(pool.procs[1].pid, signal.SIGKILL)
+    pool.procs[1].join(5)
+    pool.send(0, b"p")
+    assert pool.conns[0].poll(5)  # worker 0's reply is ready (and is looked at first)
+    with pytest.raises(RuntimeError, match=r"worker 1 died during collect .*killed by SIGKILL"):
+        pool.wait_any([0, 1], "collect")
+
+
 def test_finalizer_shuts_down():
     class Owner:
         pass

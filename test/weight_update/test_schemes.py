@@ -221,6 +221,17 @@ def test_process_collector_updates_chosen_workers():
         collector.shutdown()
 
 
+def test_shared_weights_have_no_per_worker_update():
+    policy = TensorDictModule(_linear(0.0), in_keys=["observation"], out_keys=["action"])
+    collector = MultiSyncCollector([PendulumEnv, PendulumEnv], policy, frames_per_batch=8,
+                                   weight_sync_schemes={"policy": SharedMemWeightSyncScheme()})
+    try:
+        with pytest.raises(ValueError, match="the workers share one copy of the weights; worker_ids must be None"):
+            collector.update_policy_weights_(worker_ids=[0])
+    finally:
+        collector.shutdown()
+
+
 def test_single_collector_sends_through_the_scheme():
     net = _linear(0.0)
     policy = TensorDictModule(net, in_keys=["observation"], out_keys=["action"])

@@ -40,7 +40,13 @@ from torchrl.collectors._policy_call import module_device
 from torchrl.collectors._pool import PipeTransport, Transport, default_start_method
 from torchrl.collectors._single import Collector, check_unsupported, register_backend
 from torchrl.collectors._traj_ids import TrajIdMapper
-from torchrl.collectors.weight_update import MultiProcessedWeightUpdater, WeightUpdaterBase, as_weights, attach_schemes
+from torchrl.collectors.weight_update import (
+    MultiProcessedWeightUpdater,
+    SchemeWeightUpdater,
+    WeightUpdaterBase,
+    as_weights,
+    attach_schemes,
+)
 from torchrl.envs.common import EnvBase
 from torchrl.weight_update import MultiProcessWeightSyncScheme, SharedMemTransport, SharedMemWeightSyncScheme
 
@@ -478,7 +484,9 @@ class MultiCollector(BaseCollector):
     def update_policy_weights_(self, policy_or_weights=None, *, worker_ids=None, **kwargs) -> None:
         """See :meth:`BaseCollector.update_policy_weights_`; weights shared in memory reach every worker at
         once (``worker_ids`` must then be ``None``)."""
-        if worker_ids is not None and isinstance(self.weight_updater, MultiProcessedWeightUpdater):
+        shared = isinstance(self.weight_updater, MultiProcessedWeightUpdater) or (
+            isinstance(self.weight_updater, SchemeWeightUpdater) and self._shm_transport is not None)
+        if worker_ids is not None and shared:
             raise ValueError(f"{type(self).__name__}: the workers share one copy of the weights; worker_ids must be None.")
         super().update_policy_weights_(policy_or_weights, worker_ids=worker_ids, **kwargs)
 

@@ -324,21 +324,21 @@ class WorkerPool:
                 objs[self.conns[i]] = (False, i)
                 objs[self.procs[i].sentinel] = (True, i)
             ready = mp_wait(list(objs), None)
-            for obj in ready:  # replies first: a worker may answer, then exit
-                is_sentinel, i = objs[obj]
-                if not is_sentinel:
-                    try:
-                        msg = self.chans[i].recv()
-                    except (EOFError, OSError):
-                        raise self._death(i, what) from None
-                    self.pending[i] -= 1
-                    if msg[:1] == REPLY_ERROR:
-                        raise self._error(i, what, msg)
-                    return i, msg
-            for obj in ready:
-                is_sentinel, i = objs[obj]
-                if is_sentinel and not self.conns[i].poll():
+            # workers that exited first, even when another one has a reply ready (else a dead worker goes
+            # unnoticed as long as the others keep answering): its last reply if it sent one, else its death
+            exited = [objs[obj][1] for obj in ready if objs[obj][0]]
+            replied = [objs[obj][1] for obj in ready if not objs[obj][0]]
+            for i in [*exited, *(i for i in replied if i not in exited)]:
+                if i in exited and not self.conns[i].poll():
                     raise self._death(i, what)
+                try:
+                    msg = self.chans[i].recv()
+                except (EOFError, OSError):
+                    raise self._death(i, what) from None
+                self.pending[i] -= 1
+                if msg[:1] == REPLY_ERROR:
+                    raise self._error(i, what, msg)
+                return i, msg
 
     def drain(self) -> None:
         """Reads (and drops) replies left unread by an interrupted or failed command."""
