@@ -7,7 +7,8 @@ import socket
 
 import pytest
 import torch
-from torch import nn
+
+from test.weight_update.test_schemes import _linear
 
 FORK = mp.get_context("fork")
 
@@ -16,14 +17,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _linear(bias: float) -> nn.Linear:
-    net = nn.Linear(3, 1)
-    with torch.no_grad():
-        net.weight.zero_()
-        net.bias.fill_(bias)
-    return net
 
 
 def _rank_main(rank: int, world: int, port: int, out) -> None:

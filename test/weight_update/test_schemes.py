@@ -14,6 +14,7 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 from torch import nn
 
+from torchrl import set_check_mode
 from torchrl.collectors import Collector, MultiAsyncCollector, MultiSyncCollector
 from torchrl.envs import PendulumEnv
 from torchrl.weight_update import (
@@ -59,7 +60,12 @@ def test_strategy_formats_and_round_trip():
     assert not torch.equal(dest.weight, source.weight)  # rebound to a copy, not to the source
     with pytest.raises(ValueError, match="extract_as must be 'tensordict' or 'state_dict'"):
         WeightStrategy("pickle")
-    with pytest.raises(KeyError, match="no entry 'bias'"):
+    # a part of the weights updates that part (TorchRL 0.14.1 alike); extra entries are ignored
+    dest = nn.Linear(2, 1)
+    bias = dest.bias.detach().clone()
+    WeightStrategy().apply_weights(dest, {"weight": torch.zeros(1, 2), "extra": torch.ones(1)})
+    assert dest.weight.abs().sum().item() == 0.0 and torch.equal(dest.bias.detach(), bias)
+    with set_check_mode(True), pytest.raises(KeyError, match="no entry 'bias'"):
         WeightStrategy().apply_weights(nn.Linear(2, 1), {"weight": torch.zeros(1, 2)})
     with pytest.raises(TypeError, match="cannot write weights into a int"):
         WeightStrategy().apply_weights(3, td)
@@ -157,6 +163,16 @@ def test_roles_and_timeouts():
         MPTransport(queue.Queue(), timeout=0.1).setup_connection_and_weights_on_receiver(worker_idx=0, model=_linear(0.0))
     with pytest.raises(RuntimeError, match="carries no shared buffer"):
         SharedMemWeightSyncScheme().init_on_receiver(model_id="policy", model=_linear(0.0))
+
+
+def test_multiprocess_scheme_without_sync_does_not_wait():
+    scheme = MultiProcessWeightSyncScheme(sync=False)
+    scheme.init_on_sender(model_id="policy", model=_linear(0.0), num_workers=2, timeout=0.2)
+    scheme.connect()
+    scheme.send()  # no worker is listening: a sync send would raise TimeoutError after 0.2 s
+    weights, acks, _ = scheme._queues[1]
+    assert acks is None and weights.get(timeout=5)[0] == 1  # the initial weights, then the update
+    assert weights.get(timeout=5)[0] == 2
 
 
 def test_no_sync_scheme_does_nothing():

@@ -7,7 +7,7 @@ from typing import Any
 import torch.distributed as dist
 from tensordict import TensorDictBase
 
-from torchrl.weight_update._scheme import WeightSyncScheme
+from torchrl.weight_update._scheme import WeightSyncScheme, receive_initial
 from torchrl.weight_update._strategy import WeightStrategy, as_weights, copy_weights
 
 __all__ = ["DistributedTransport", "DistributedWeightSyncScheme"]
@@ -126,11 +126,7 @@ class DistributedTransport:
         Raises:
             TimeoutError: none came within ``timeout`` seconds.
         """
-        got = self.receive_weights(self.timeout, model=model, strategy=strategy)
-        if got is None:
-            raise TimeoutError(f"DistributedTransport: worker {worker_idx} received no initial weights within "
-                               f"{self.timeout} s (call connect() on the sender).")
-        return got
+        return receive_initial(self, worker_idx, model, strategy)
 
 
 class DistributedWeightSyncScheme(WeightSyncScheme):
@@ -173,28 +169,27 @@ class DistributedWeightSyncScheme(WeightSyncScheme):
         transport.timeout = self.timeout
         return transport
 
-    def _init_sender(self, ranks: list[int] | None = None, store: Any = None, **kwargs) -> None:
+    def _local_weights(self, store: Any, side: str, kwargs: dict) -> TensorDictBase:
+        """Checks the options and the process group, takes the store; the model's weights (a buffer shape)."""
         if kwargs:
-            raise TypeError(f"DistributedWeightSyncScheme.init_on_sender got unexpected options {sorted(kwargs)}.")
+            raise TypeError(f"DistributedWeightSyncScheme.init_on_{side} got unexpected options {sorted(kwargs)}.")
         _require_group()
         weights = as_weights(self.model)
         if weights is None:
-            raise ValueError("DistributedWeightSyncScheme.init_on_sender: pass model= (the weights to send).")
+            raise ValueError(f"DistributedWeightSyncScheme.init_on_{side}: pass model= (the weights to "
+                             f"{'send' if side == 'sender' else 'receive into'}).")
         self._store = store if store is not None else _default_store(self._model_id)
+        return weights
+
+    def _init_sender(self, ranks: list[int] | None = None, store: Any = None, **kwargs) -> None:
+        weights = self._local_weights(store, "sender", kwargs)
         me = dist.get_rank()
         ranks = [r for r in range(dist.get_world_size()) if r != me] if ranks is None else list(ranks)
         for i, rank in enumerate(ranks):
             self._sender_transports[i] = self.create_transport(weights_buffer=weights.clone(), rank=rank)
 
     def _init_receiver(self, src: int = 0, store: Any = None, **kwargs) -> DistributedTransport:
-        if kwargs:
-            raise TypeError(f"DistributedWeightSyncScheme.init_on_receiver got unexpected options {sorted(kwargs)}.")
-        _require_group()
-        weights = as_weights(self.model)
-        if weights is None:
-            raise ValueError("DistributedWeightSyncScheme.init_on_receiver: pass model= (where the weights go).")
-        self._store = store if store is not None else _default_store(self._model_id)
-        return self.create_transport(weights_buffer=weights.clone(), rank=src)
+        return self.create_transport(weights_buffer=self._local_weights(store, "receiver", kwargs).clone(), rank=src)
 
     def connect(self, *, worker_idx: int | None = None, weights: Any | None = None) -> None:
         """Sender: sends the current weights to every receiver (waiting for them when ``sync``). Receiver:
@@ -206,18 +201,6 @@ class DistributedWeightSyncScheme(WeightSyncScheme):
             self._synced_sender = True
             return
         super().connect(worker_idx=worker_idx, weights=weights)
-
-    def send(self, weights: Any = None, worker_ids: int | list[int] | None = None) -> None:
-        """Sends ``weights`` (default: the sender model's) to every receiver (or ``worker_ids``); with ``sync``,
-        returns once they all applied them."""
-        if self._role != "sender":
-            raise RuntimeError("DistributedWeightSyncScheme.send(): call init_on_sender() first.")
-        prepared = self.prepare_weights(weights, self._model_id, self._strategy, self.context)
-        targets = self._transports(worker_ids)
-        for transport in targets:  # all sends start before any ack is awaited
-            transport.send_weights_async(prepared)
-        for transport in targets:
-            transport.wait_ack()
 
     def _crosses_processes(self) -> bool:
         return self.backend != "nccl"  # NCCL sends CUDA tensors as they are

@@ -7,6 +7,7 @@ import threading
 import time
 from typing import Any
 
+from torchrl.weight_update._scheme import WeightSyncScheme, receive_initial
 from torchrl.weight_update._shared_mem import SharedMemWeightSyncScheme
 from torchrl.weight_update._strategy import as_weights
 
@@ -99,11 +100,7 @@ class MPTransport:
         Raises:
             TimeoutError: none came.
         """
-        got = self.receive_weights(self.timeout, model=model, strategy=strategy)
-        if got is None:
-            raise TimeoutError(f"MPTransport: worker {worker_idx} received no initial weights within {self.timeout} s "
-                               f"(call connect() on the sender).")
-        return got
+        return receive_initial(self, worker_idx, model, strategy)
 
 
 class MultiProcessWeightSyncScheme(SharedMemWeightSyncScheme):
@@ -159,11 +156,12 @@ class MultiProcessWeightSyncScheme(SharedMemWeightSyncScheme):
         ctx = mp_context if mp_context is not None else mp.get_context()
         if isinstance(ctx, str):
             ctx = mp.get_context(ctx)
-        self._queues = {i: (ctx.Queue(), ctx.Queue(), timeout) for i in range(num_workers)}
+        # without sync, no acknowledgement queue: receivers do not acknowledge, sends do not wait
+        self._queues = {i: (ctx.Queue(), ctx.Queue() if self.sync else None, timeout) for i in range(num_workers)}
         for i, (wq, aq, t) in self._queues.items():
             self._sender_transports[i] = self.create_transport(weight_queue=wq, ack_queue=aq, timeout=t)
-        if weights is not None:
-            self._model = weights if self._model is None else self._model
+        if self._model is None:
+            self._model = weights
 
     def _init_receiver(self, **kwargs) -> MPTransport:
         if kwargs:
@@ -211,17 +209,7 @@ class MultiProcessWeightSyncScheme(SharedMemWeightSyncScheme):
     def send(self, weights: Any = None, worker_ids: int | list[int] | None = None) -> None:
         """Sends ``weights`` (default: the sender model's) to every worker (or ``worker_ids``); waits for
         their acknowledgements when ``sync``."""
-        if self._role != "sender":
-            raise RuntimeError(f"{type(self).__name__}.send(): call init_on_sender() first.")
-        if self._queues is None:  # a collector's transports (its pipes)
-            return super(SharedMemWeightSyncScheme, self).send(weights, worker_ids)
-        prepared = self.prepare_weights(weights, self._model_id, self._strategy, self.context)
-        targets = self._transports(worker_ids)
-        for transport in targets:
-            transport.send_weights_async(prepared, self._model_id)
-        if self.sync:
-            for transport in targets:
-                transport.wait_ack()
+        WeightSyncScheme.send(self, weights, worker_ids)  # copies travel: not the shared-memory send
 
     def receive(self, timeout: float | None = None) -> Any | None:
         """The newest weights applied since the last call (waiting up to ``timeout`` s), else ``None``."""

@@ -9,7 +9,7 @@ from tensordict import TensorDictBase
 
 from torchrl.weight_update._strategy import WeightStrategy, as_weights
 
-__all__ = ["InitialSyncTransport", "TransportBackend", "WeightSyncBackend", "WeightSyncScheme"]
+__all__ = ["InitialSyncTransport", "TransportBackend", "WeightSyncBackend", "WeightSyncScheme", "receive_initial"]
 
 WeightSyncBackend = Literal["none", "direct", "shared", "thread", "process", "multiprocessing", "distributed", "rpc", "ray"]
 
@@ -200,15 +200,8 @@ class WeightSyncScheme:
                 transport = maker(self, idx)
                 if transport is not None:
                     self._sender_transports[idx] = transport
-            self._after_context_sender()
-            return
-        if context is not None and not hasattr(context, "num_workers"):  # an in-process context
-            self._sender_transports[0] = _DirectTransport(lambda: self.model, self._strategy)
             return
         self._init_sender(**kwargs)
-
-    def _after_context_sender(self) -> None:
-        """Hook run once a collector supplied the transports."""
 
     def _init_sender(self, **kwargs) -> None:
         """Builds the sender's transports for standalone use (subclasses)."""
@@ -290,8 +283,14 @@ class WeightSyncScheme:
         prepared = self.prepare_weights(weights, self._model_id, self._strategy, self.context)
         if prepared is None:
             return
-        for transport in self._transports(worker_ids):
-            transport.send_weights(prepared)
+        targets = self._transports(worker_ids)
+        for transport in targets:  # every send starts before any acknowledgement is awaited
+            start = getattr(transport, "send_weights_async", None)
+            start(prepared) if start is not None else transport.send_weights(prepared)
+        for transport in targets:
+            wait = getattr(transport, "wait_ack", None)
+            if wait is not None:
+                wait()
 
     def receive(self, timeout: float | None = None) -> TensorDictBase | None:
         """Receiver side: applies the next weights sent (``None`` if none came within ``timeout``)."""
@@ -326,6 +325,20 @@ class WeightSyncScheme:
     def __repr__(self) -> str:
         role = self._role or "not initialized"
         return f"{type(self).__name__}(strategy={self._strategy.extract_as!r}, model_id={self._model_id!r}, {role})"
+
+
+def receive_initial(transport, worker_idx: int, model: Any, strategy: WeightStrategy | None) -> Any:
+    """A receiving transport's initial rendez-vous: waits (up to ``transport.timeout``) for the first weights,
+    applies them to ``model``.
+
+    Raises:
+        TimeoutError: none came.
+    """
+    got = transport.receive_weights(transport.timeout, model=model, strategy=strategy)
+    if got is None:
+        raise TimeoutError(f"{type(transport).__name__}: worker {worker_idx} received no initial weights within "
+                           f"{transport.timeout} s (call connect() on the sender).")
+    return got
 
 
 def _ref(obj: Any):

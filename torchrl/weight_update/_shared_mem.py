@@ -189,10 +189,6 @@ class SharedMemWeightSyncScheme(WeightSyncScheme):
                                f"call init_on_sender() on the sender first, then hand the scheme to the worker.")
         return self._wiring
 
-    def prepare_weights(self, weights: Any, model_id: str, strategy, context: Any = None) -> Any:
-        """The weights to copy into the buffer (``None``: the sender model's current weights)."""
-        return super().prepare_weights(weights, model_id, strategy, context)
-
     def _crosses_processes(self) -> bool:
         return False  # the in-place copy moves the data to the buffer's device
 
@@ -212,6 +208,3 @@ class SharedMemWeightSyncScheme(WeightSyncScheme):
                 self._shared_transport.send_weights(prepared, worker_ids)
             return
         super().send(weights, worker_ids)
-
-    def shutdown(self) -> None:
-        super().shutdown()

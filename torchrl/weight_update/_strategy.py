@@ -8,6 +8,8 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
+from torchrl._utils._check_mode import check_mode
+
 __all__ = ["WeightStrategy", "as_weights", "copy_weights"]
 
 
@@ -34,15 +36,20 @@ def as_weights(policy_or_weights: Any) -> TensorDictBase | None:
     )
 
 
-def copy_weights(dest: TensorDictBase, src: TensorDictBase, *, where: str) -> None:
+def copy_weights(dest: TensorDictBase, src: TensorDictBase, *, where: str, partial: bool = False) -> None:
     """Copies ``src`` into ``dest`` in place (skipping leaves that already share memory).
 
+    Args:
+        partial: weights missing from ``src`` keep their values (else they raise).
+
     Raises:
-        KeyError: ``src`` lacks a weight that ``dest`` has (the message names it).
+        KeyError: ``src`` lacks a weight that ``dest`` has, without ``partial`` (the message names it).
     """
     for key, target in dest.items(include_nested=True, leaves_only=True):
         value = src.get(key, None)
         if value is None:
+            if partial:
+                continue
             raise KeyError(
                 f"{where}: the new weights have no entry {key!r}; expected the keys of "
                 f"TensorDict.from_module(model) (e.g. {list(dest.keys(True, True))[:4]})."
@@ -101,10 +108,12 @@ class WeightStrategy:
 
         With ``inplace=True`` (default) the destination's tensors are overwritten, so every view of them
         (shared memory, a running policy) sees the new values; ``inplace=False`` rebinds a module's
-        parameters to copies of the new tensors.
+        parameters to copies of the new tensors. As in TorchRL, ``weights`` may hold a part of the
+        destination's weights (the others keep their values) and entries the destination lacks are ignored;
+        in check mode (:func:`torchrl.set_check_mode`) a missing weight raises instead.
 
         Raises:
-            KeyError: a weight of the destination is missing from ``weights``.
+            KeyError: in check mode, a weight of the destination is missing from ``weights``.
             TypeError: ``destination`` is neither a module nor a TensorDict.
         """
         if weights is None:
@@ -114,12 +123,13 @@ class WeightStrategy:
             if not inplace:
                 new.clone().to_module(destination)
                 return
-            copy_weights(TensorDict.from_module(destination), new, where="WeightStrategy.apply_weights")
+            copy_weights(TensorDict.from_module(destination), new, where="WeightStrategy.apply_weights",
+                         partial=not check_mode())
         elif isinstance(destination, TensorDictBase):
             if not inplace:
                 destination.update(new.clone())
                 return
-            copy_weights(destination, new, where="WeightStrategy.apply_weights")
+            copy_weights(destination, new, where="WeightStrategy.apply_weights", partial=not check_mode())
         else:
             raise TypeError(
                 f"WeightStrategy.apply_weights: cannot write weights into a {type(destination).__name__}; pass an "

@@ -12,6 +12,7 @@ from tensordict import TensorDictBase, is_non_tensor
 from tensordict.utils import NestedKey
 
 from torchrl._utils._optional import has_module
+from torchrl.envs.transforms._groups import holder
 from torchrl.envs.transforms._transform import Transform, _key_list
 
 __all__ = ["DecodeVideoTransform"]
@@ -154,7 +155,7 @@ class DecodeVideoTransform(Transform):
         for in_key, out_key in zip(self.in_keys, self.out_keys):
             # one video per element of the tensordict holding the entry: a group's (e.g. ("agents", "clip"))
             # batch shape includes its agent dim
-            batch = _holder(next_tensordict, in_key).batch_size
+            batch = holder(next_tensordict, in_key).batch_size
             value = next_tensordict.get(in_key, None)
             if value is None:
                 if self._missing_tolerance:
@@ -188,15 +189,6 @@ class DecodeVideoTransform(Transform):
 
     def __repr__(self) -> str:
         return f"DecodeVideoTransform(in_keys={self.in_keys}, out_keys={self.out_keys}, device={self.device}, dtype={self.dtype})"
-
-
-def _holder(tensordict: TensorDictBase, key: NestedKey) -> TensorDictBase:
-    """The (sub-)tensordict that holds the entry ``key``: ``tensordict`` itself for a root key."""
-    if isinstance(key, tuple) and len(key) > 1:
-        parent = tensordict.get(key[:-1], None)
-        if isinstance(parent, TensorDictBase):
-            return parent
-    return tensordict
 
 
 def _flatten(items: list) -> list:

@@ -8,7 +8,7 @@ from tensordict.utils import NestedKey
 from torchrl._fast import fast_get
 from torchrl.envs._done import as_tuple, from_tuple, known_value, where_reset
 
-__all__ = ["done_groups", "restart_where_reset", "reset_key_for", "only_reset_key", "row_mask"]
+__all__ = ["done_groups", "holder", "restart_where_reset", "reset_key_for", "only_reset_key", "row_mask"]
 
 
 def done_groups(full_done_spec) -> dict[tuple[str, ...], torch.Size]:
@@ -17,6 +17,16 @@ def done_groups(full_done_spec) -> dict[tuple[str, ...], torch.Size]:
     for key, leaf in full_done_spec.items(include_nested=True, leaves_only=True):
         out.setdefault(as_tuple(key)[:-1], leaf.shape)
     return out
+
+
+def holder(tensordict: TensorDictBase, key: NestedKey) -> TensorDictBase:
+    """The (sub-)tensordict that holds the entry ``key``: a group's for ``("agents", "obs")`` (its batch
+    size includes the agent dim), ``tensordict`` itself for a root key."""
+    if isinstance(key, tuple) and len(key) > 1:
+        parent = tensordict.get(key[:-1], None)
+        if isinstance(parent, TensorDictBase):
+            return parent
+    return tensordict
 
 
 def reset_key_for(key: NestedKey, groups: dict[tuple[str, ...], torch.Size]) -> NestedKey:

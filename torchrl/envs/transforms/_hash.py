@@ -9,6 +9,7 @@ from tensordict import NonTensorData, NonTensorStack, TensorDictBase
 from tensordict.utils import NestedKey
 
 from torchrl.data.tensor_specs import TensorSpec
+from torchrl.envs.transforms._groups import holder
 from torchrl.envs.transforms._unary_transform import UnaryTransform, _unwrap, spec_of_value
 
 __all__ = ["Hash"]
@@ -200,8 +201,5 @@ class Hash(UnaryTransform):
 
 def _group_batch(tensordict: TensorDictBase, key) -> tuple[int, torch.Size]:
     """``(batch_dims, batch_size)`` of the (sub-)TensorDict holding ``key``."""
-    if isinstance(key, tuple) and len(key) > 1:
-        holder = tensordict.get(key[:-1], None)
-        if isinstance(holder, TensorDictBase):
-            return holder.batch_dims, holder.batch_size
-    return tensordict.batch_dims, tensordict.batch_size
+    held_in = holder(tensordict, key)
+    return held_in.batch_dims, held_in.batch_size

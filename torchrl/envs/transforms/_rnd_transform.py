@@ -8,6 +8,7 @@ from torch import nn
 
 from torchrl._fast import fast_get, fast_set
 from torchrl.data.tensor_specs import Composite, TensorSpec, Unbounded
+from torchrl.envs.transforms._groups import holder
 from torchrl.envs.transforms._running_mean_std import RunningMeanStd
 from torchrl.envs.transforms._transform import Transform
 
@@ -146,8 +147,7 @@ class RNDTransform(Transform):
                 f"{sorted(map(str, next_tensordict.keys(include_nested=True, leaves_only=True)))}."
             )
         # one bonus per entry of the observation's container: per agent when it sits in a group ("agents", ...)
-        group = next_tensordict.get(self._in_group, None) if self._in_group else None
-        batch_dims = group.batch_dims if isinstance(group, TensorDictBase) else next_tensordict.batch_dims
+        batch_dims = holder(next_tensordict, in_key).batch_dims
         fast_set(next_tensordict, self.out_keys[0], self._intrinsic_reward(obs, batch_dims))
         return next_tensordict
 
