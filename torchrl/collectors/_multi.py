@@ -253,7 +253,8 @@ class MultiCollector(BaseCollector):
         self.cat_results = self._cat_results(cat_results)
         per_kwargs = self._per_worker(create_env_kwargs, n, "create_env_kwargs", default={})
         factories = self._per_worker(policy_factory, n, "policy_factory", default=None)
-        shared = self._share_policy_weights(policy) if _shares_weights(weight_sync_schemes) else None
+        shares = self.transport_class.shares_memory and _shares_weights(weight_sync_schemes)
+        shared = self._share_policy_weights(policy) if shares else None
         self._shared_weights = shared
         self._shm_transport: SharedMemTransport | None = None
         common = dict(
@@ -277,7 +278,7 @@ class MultiCollector(BaseCollector):
             for i in range(n)
         ]
         self.mp_start_method = mp_start_method or default_start_method()
-        pool = self.transport_class(owner, start_method=self.mp_start_method)
+        pool = self._make_transport(owner)
         self._pool = pool
         self._finalizer = mp_util.Finalize(self, pool.shutdown, exitpriority=10)
         self._mapper = TrajIdMapper(n)
@@ -292,6 +293,10 @@ class MultiCollector(BaseCollector):
         attach_schemes(self, weight_sync_schemes)
 
     # -- construction helpers ---------------------------------------------------------------------------------
+    def _make_transport(self, owner: str) -> Transport:
+        """The transport the workers run under (subclasses with their own transport options override it)."""
+        return self.transport_class(owner, start_method=self.mp_start_method)
+
     @staticmethod
     def _env_fns(create_env_fn, num_workers: int | None) -> list:
         if isinstance(create_env_fn, Sequence) and not isinstance(create_env_fn, (EnvBase, str)):
@@ -549,6 +554,70 @@ class MultiCollector(BaseCollector):
             return self._finish(one)
         return self._finish(self._combine([one.clone() for _ in range(self.num_workers)]))
 
+    # -- iteration ----------------------------------------------------------------------------------------------------
+    def iterator(self) -> Iterator[TensorDictBase]:
+        return self._iter_sync() if self._SYNC else self._iter_async()
+
+    def _before_request(self, i: int) -> None:
+        """Called before worker ``i`` is asked for a batch (subclasses push weights there)."""
+
+    def _iter_sync(self) -> Iterator[TensorDictBase]:
+        total = self.total_frames
+        pool = self._pool
+        while total < 0 or self._frames < total:
+            pool.check()
+            if self.update_at_each_batch:
+                self.update_policy_weights_()
+            if self._pre_collect_hook is not None:
+                self._pre_collect_hook()
+            n = self.num_workers
+            for i in range(n):
+                self._before_request(i)
+                pool.request(i)
+            received = pool.receive_all(range(n))
+            batches = [received[i] for i in range(n)]
+            for i, batch in enumerate(batches):
+                self._remap(i, batch)
+            batch = self._finish(self._combine(batches))
+            self._frames += batch.numel()
+            self._iter += 1
+            yield self._deliver(batch)
+
+    def _iter_async(self) -> Iterator[TensorDictBase]:
+        total = self.total_frames
+        pool = self._pool
+        per = self._worker_frames
+        for i in range(self.num_workers):
+            if i not in self._busy and all(j != i for j, _ in self._ready) and (total < 0 or self._frames < total):
+                if self._pre_collect_hook is not None:
+                    self._pre_collect_hook()
+                self._before_request(i)
+                pool.request(i)
+                self._busy.add(i)
+        while total < 0 or self._frames < total:
+            pool.check()
+            if self._ready:
+                i, batch = self._ready.popleft()
+            else:
+                if not self._busy:
+                    return
+                i, batch = pool.receive_any(sorted(self._busy))
+                self._busy.discard(i)
+            self._remap(i, batch)
+            batch = self._finish(batch)
+            self._frames += batch.numel()
+            in_flight = sum(per[j] for j in self._busy)
+            if total < 0 or self._frames + in_flight < total:
+                if self.update_at_each_batch:
+                    self.update_policy_weights_()
+                if self._pre_collect_hook is not None:
+                    self._pre_collect_hook()
+                self._before_request(i)
+                pool.request(i)
+                self._busy.add(i)
+            self._iter += 1
+            yield self._deliver(batch)
+
     def _combine(self, batches: list[TensorDictBase]) -> TensorDictBase:
         if self.cat_results == "stack":
             return stack_tds(batches, 0)
@@ -577,27 +646,6 @@ class MultiSyncCollector(MultiCollector):
 
     _SYNC = True
 
-    def iterator(self) -> Iterator[TensorDictBase]:
-        total = self.total_frames
-        pool = self._pool
-        while total < 0 or self._frames < total:
-            pool.check()
-            if self.update_at_each_batch:
-                self.update_policy_weights_()
-            if self._pre_collect_hook is not None:
-                self._pre_collect_hook()
-            n = self.num_workers
-            for i in range(n):
-                pool.request(i)
-            received = pool.receive_all(range(n))
-            batches = [received[i] for i in range(n)]
-            for i, batch in enumerate(batches):
-                self._remap(i, batch)
-            batch = self._finish(self._combine(batches))
-            self._frames += batch.numel()
-            self._iter += 1
-            yield self._deliver(batch)
-
 
 class MultiAsyncCollector(MultiCollector):
     """Delivers worker batches as they come (see :class:`MultiCollector`).
@@ -615,39 +663,6 @@ class MultiAsyncCollector(MultiCollector):
     """
 
     _SYNC = False
-
-    def iterator(self) -> Iterator[TensorDictBase]:
-        total = self.total_frames
-        pool = self._pool
-        per = self._worker_frames
-        for i in range(self.num_workers):
-            if i not in self._busy and all(j != i for j, _ in self._ready) and (total < 0 or self._frames < total):
-                if self._pre_collect_hook is not None:
-                    self._pre_collect_hook()
-                pool.request(i)
-                self._busy.add(i)
-        while total < 0 or self._frames < total:
-            pool.check()
-            if self._ready:
-                i, batch = self._ready.popleft()
-            else:
-                if not self._busy:
-                    return
-                i, batch = pool.receive_any(sorted(self._busy))
-                self._busy.discard(i)
-            self._remap(i, batch)
-            batch = self._finish(batch)
-            self._frames += batch.numel()
-            in_flight = sum(per[j] for j in self._busy)
-            if total < 0 or self._frames + in_flight < total:
-                if self.update_at_each_batch:
-                    self.update_policy_weights_()
-                if self._pre_collect_hook is not None:
-                    self._pre_collect_hook()
-                pool.request(i)
-                self._busy.add(i)
-            self._iter += 1
-            yield self._deliver(batch)
 
 
 class AsyncCollector(MultiAsyncCollector):

@@ -41,9 +41,15 @@ class Transport:
         start_method: how workers start (the multiprocessing start method for processes; a transport may
             ignore it).
 
+    Attributes:
+        shares_memory: workers run on this machine and can read the policy's weights in shared memory
+            (else weights travel with :meth:`push_weights`).
+
     Every method raises ``RuntimeError`` when a worker failed (the message names the worker and carries
     its traceback; the worker's exception is the ``__cause__``) or died; after that, :meth:`check` raises.
     """
+
+    shares_memory = False
 
     def __init__(self, owner: str, *, start_method: str) -> None:
         self.owner = owner
@@ -93,6 +99,8 @@ class PipeTransport(Transport):
         pool: the :class:`~torchrl.envs._workers.WorkerPool`; ``procs`` are its processes.
         prefix: name prefix of the shared batch files (removed at shutdown).
     """
+
+    shares_memory = True
 
     def __init__(self, owner: str, *, start_method: str) -> None:
         super().__init__(owner, start_method=start_method)

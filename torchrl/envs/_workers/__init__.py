@@ -18,7 +18,7 @@ Users: ``torchrl/envs/batched/_parallel.py`` (parent) and ``_worker.py`` (its :c
 from __future__ import annotations
 
 from torchrl.envs._workers.pool import WorkerPool, default_start_method, exit_text
-from torchrl.envs._workers.serve import Server, WorkerSpec, worker_main
+from torchrl.envs._workers.serve import Server, WorkerSpec, serve, worker_main
 from torchrl.envs._workers.shared import SharedBlock, ShmLayout, new_prefix, remove_prefixed, shm_dir
 from torchrl.envs._workers.wire import (
     OP_CALL,
@@ -35,5 +35,5 @@ from torchrl.envs._workers.wire import (
 __all__ = [
     "Channel", "OP_CALL", "OP_CLOSE", "REPLY_ERROR", "REPLY_OK", "REPLY_VALUE", "Server", "SharedBlock",
     "ShmLayout", "WorkerPool", "WorkerSpec", "default_start_method", "error_payload", "exit_text", "frame",
-    "new_prefix", "remote_error", "remove_prefixed", "shm_dir", "worker_main",
+    "new_prefix", "remote_error", "remove_prefixed", "serve", "shm_dir", "worker_main",
 ]

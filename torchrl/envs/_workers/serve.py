@@ -26,7 +26,7 @@ from torchrl.envs._workers.wire import (
     error_payload,
 )
 
-__all__ = ["Server", "WorkerSpec", "worker_main"]
+__all__ = ["Server", "WorkerSpec", "serve", "worker_main"]
 
 
 class Server:
@@ -96,8 +96,15 @@ def worker_main(idx: int, conn, spec: WorkerSpec, close_fds: list) -> None:
             other.close()
         except OSError:
             pass
+    serve(Channel(conn), spec, idx)
+
+
+def serve(chan: Any, spec: WorkerSpec, idx: int) -> None:
+    """Builds ``spec``'s object, answers ``k`` (or the build error), then serves the commands read from
+    ``chan`` until ``x`` or until the parent is gone (``chan``: anything with ``send(bytes)``,
+    ``recv() -> bytes`` raising ``EOFError``/``OSError`` once the parent is gone, and ``close()``; a pipe
+    :class:`Channel` here, a torch.distributed channel for the distributed collectors)."""
     torch.set_num_threads(spec.num_threads)
-    chan = Channel(conn)
     try:
         server = spec.build(idx)
     except BaseException as err:  # noqa: BLE001 - reported to the parent, which raises it

@@ -1,0 +1,20 @@
+"""``torchrl.collectors.distributed``: collection on several processes or machines.
+
+- :class:`DistributedCollector` / :class:`DistributedSyncCollector` (``generic.py``, ``sync.py``): nodes of a
+  torch.distributed group under ``MultiCollector``'s iterators; the transport (``_transport.py``) carries
+  the worker layer's messages over point-to-point sends (``_wire.py``); launchers and the rendezvous are in
+  ``_launch.py``.
+- :func:`submitit_delayed_launcher` (``utils.py``), defaults in ``default_configs.py``.
+"""
+from __future__ import annotations
+
+from torchrl.collectors.distributed.default_configs import DEFAULT_SLURM_CONF
+from torchrl.collectors.distributed.generic import DistributedCollector, DistributedWeightUpdater
+from torchrl.collectors.distributed.sync import DistributedSyncCollector
+
+__all__ = [
+    "DEFAULT_SLURM_CONF",
+    "DistributedCollector",
+    "DistributedSyncCollector",
+    "DistributedWeightUpdater",
+]
