@@ -1,6 +1,8 @@
 """``Collector``: collection in the calling process (and the front door that builds process collectors)."""
 from __future__ import annotations
 
+import importlib
+
 import inspect
 import warnings
 from collections import OrderedDict
@@ -32,15 +34,14 @@ __all__ = ["Collector", "register_backend", "check_unsupported", "resolve_device
 # the collector, or ``None`` for "this ``Collector`` itself" (the direct backend). ``"direct"`` registers below,
 # ``"process"`` in ``_multi.py``; a Ray or torch.distributed transport registers the same way.
 _BACKENDS: dict[str, Callable[..., Any]] = {}
-# Backends TorchRL has that nobody registered here: where one would come from.
+# Backends that register when their module is imported (``Collector(backend=...)`` imports it on first use), and
+# what to say when that fails.
 _PROVIDERS = {
-    "ray": "Ray collection needs the Ray package (pip install ray) and a 'ray' backend registered with "
-           "torchrl.collectors.register_backend; this package does not ship one yet",
-    "distributed": "torch.distributed is part of torch, but this package has no torch.distributed collector "
-                   "transport yet",
-    "rpc": "torch.distributed.rpc is part of torch, but this package has no RPC collector transport yet",
-    "submitit": "submitit collection needs the submitit package (pip install submitit) and a 'submitit' backend "
-                "registered with torchrl.collectors.register_backend; this package does not ship one yet",
+    "ray": ("torchrl.collectors.distributed.ray", "Ray collection needs the Ray package (pip install ray)"),
+    "distributed": ("torchrl.collectors.distributed", "torch.distributed is not available in this torch build"),
+    "rpc": ("torchrl.collectors.distributed", "torch.distributed.rpc is not available in this torch build"),
+    "submitit": ("torchrl.collectors.distributed", "submitit collection needs the submitit package (pip install "
+                                                   "submitit)"),
 }
 _RENAMED = {"exploration_mode": "exploration_type"}
 
@@ -54,14 +55,27 @@ def register_backend(name: str, builder: Callable[..., Any]) -> None:
     _BACKENDS[name] = builder
 
 
-def _unavailable(backend: Any) -> ValueError:
-    registered = sorted(_BACKENDS)
-    hint = _PROVIDERS.get(backend)
-    if hint is None:
-        return ValueError(f"Collector: unknown backend {backend!r}; the registered backends are {registered}.")
-    return ValueError(
-        f"Collector: backend={backend!r} is not available: {hint}. The registered backends are {registered}."
-    )
+def _builder(backend: Any) -> Callable[..., Any]:
+    """The registered builder of ``backend``, importing the module that registers it on first use.
+
+    Raises:
+        ValueError: the backend is unknown, or its module cannot be imported (the reason is chained).
+    """
+    builder = _BACKENDS.get(backend) if isinstance(backend, str) else None
+    if builder is not None:
+        return builder
+    provider = _PROVIDERS.get(backend) if isinstance(backend, str) else None
+    if provider is None:
+        raise ValueError(f"Collector: unknown backend {backend!r}; the registered backends are {sorted(_BACKENDS)}.")
+    module, hint = provider
+    try:
+        importlib.import_module(module)
+    except ImportError as err:
+        raise ValueError(f"Collector: backend={backend!r} is not available: {hint} ({err}).") from err
+    if backend not in _BACKENDS:
+        raise ValueError(f"Collector: backend={backend!r} is not available: {module} does not register it. The "
+                         f"registered backends are {sorted(_BACKENDS)}.")
+    return _BACKENDS[backend]
 
 
 def _build_direct(sync: bool, args: list, kwargs: dict) -> None:
@@ -104,9 +118,7 @@ def _dispatch(args: tuple, kwargs: dict):
     is_list = isinstance(env_fn, Sequence) and not isinstance(env_fn, (EnvBase, str))
     if backend is None:
         backend = "process" if (num is not None or (is_list and len(env_fn) > 1)) else "direct"
-    builder = _BACKENDS.get(backend) if isinstance(backend, str) else None
-    if builder is None:
-        raise _unavailable(backend)
+    builder = _builder(backend)
     sync = kwargs.get("sync")
     kwargs = dict(kwargs)
     for name in ("backend", "num_collectors", "sync", "create_env_fn"):

@@ -8,8 +8,10 @@
 """
 from __future__ import annotations
 
+from torchrl.collectors.distributed import _backends  # noqa: F401 - registers the Collector backends
 from torchrl.collectors.distributed.default_configs import DEFAULT_SLURM_CONF
 from torchrl.collectors.distributed.generic import DistributedCollector, DistributedWeightUpdater
+from torchrl.collectors.distributed.rpc import RPCCollector, RPCWeightUpdater
 from torchrl.collectors.distributed.sync import DistributedSyncCollector
 
 __all__ = [
@@ -17,4 +19,6 @@ __all__ = [
     "DistributedCollector",
     "DistributedSyncCollector",
     "DistributedWeightUpdater",
+    "RPCCollector",
+    "RPCWeightUpdater",
 ]

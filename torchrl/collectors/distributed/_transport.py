@@ -155,26 +155,41 @@ class TorchDistTransport(Transport):
         delayed = isinstance(launcher, DelayedLauncher)
         if delayed:
             launcher.announce(addr, port)
-        launcher.launch(node_main, {r: (r, world, addr, port, self.backend, None if delayed else nodes[r - 1])
-                                    for r in range(1, world)})
-        rendezvous(launcher, backend=self.backend, addr=addr, port=port, world_size=world, owner=self.owner,
-                   max_wait=self.connect_timeout)
+        by_message = delayed or not self.spec_in_args
+        launcher.launch(self.node_target, {r: (r, world, addr, port, self.backend, None if by_message else nodes[r - 1])
+                                           for r in range(1, world)})
+        self._join(world, addr, port)
         self.joined = True
-        self.chans = [GlooChannel(r, out_tag=TAG_DOWN, in_tag=TAG_UP, blocking=False) for r in range(1, world)]
         self.pending = [1] * n  # the readiness replies
         self.held = {i: [] for i in range(n)}
-        for i in range(n):
-            reader = threading.Thread(target=self._read, args=(i,), name=f"{self.owner}-node-{i + 1}-reader",
-                                      daemon=True)
-            reader.start()
-            self.readers.append(reader)
-        if delayed:
+        self.chans = self._open(n)
+        if by_message:
             for i, node in enumerate(nodes):
                 self.chans[i].send(cloudpickle.dumps(node))
         self.receive(range(n), "start (building its collector)")
 
-    def _read(self, i: int) -> None:
-        chan = self.chans[i]
+    # -- the engine: gloo point-to-point (subclasses: another engine) -------------------------------------------
+    node_target = staticmethod(node_main)
+    spec_in_args = True  # the launcher hands each node its spec (else: the first message)
+
+    def _join(self, world: int, addr: str, port: int) -> None:
+        rendezvous(self.launcher, backend=self.backend, addr=addr, port=port, world_size=world, owner=self.owner,
+                   max_wait=self.connect_timeout)
+
+    def _open(self, n: int) -> list:
+        chans = [GlooChannel(r, out_tag=TAG_DOWN, in_tag=TAG_UP, blocking=False) for r in range(1, n + 1)]
+        for i in range(n):
+            reader = threading.Thread(target=self._read, args=(chans[i], i), name=f"{self.owner}-node-{i + 1}-reader",
+                                      daemon=True)
+            reader.start()
+            self.readers.append(reader)
+        return chans
+
+    def _leave(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+    def _read(self, chan: GlooChannel, i: int) -> None:
         while True:
             try:
                 msg = chan.recv()
@@ -200,16 +215,16 @@ class TorchDistTransport(Transport):
         wait = 5.0 if timeout is None else timeout
         for reader in self.readers:
             reader.join(wait)
-        if launcher is not None:
-            launcher.shutdown(wait)
         for chan in self.chans:
             try:
                 chan.settle()
             except RuntimeError:
                 pass
+        if self.joined:
+            self._leave()
+        if launcher is not None:
+            launcher.shutdown(wait)
         self.chans, self.readers = [], []
-        if self.joined and dist.is_initialized():
-            dist.destroy_process_group()
         self.joined = False
 
     # -- replies ---------------------------------------------------------------------------------------------

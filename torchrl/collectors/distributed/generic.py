@@ -13,7 +13,7 @@ from torchrl.collectors._single import Collector
 from torchrl.collectors.distributed._transport import TorchDistTransport
 from torchrl.collectors.weight_update import WeightUpdaterBase, as_weights
 
-__all__ = ["DistributedCollector", "DistributedWeightUpdater", "resolve_collector_class"]
+__all__ = ["DistributedCollector", "DistributedWeightUpdater", "NodeWeightUpdater", "resolve_collector_class"]
 
 _CLASSES = {"single": Collector, "sync": MultiSyncCollector, "async": MultiAsyncCollector}
 
@@ -32,31 +32,19 @@ def resolve_collector_class(collector_class: Any, owner: str) -> type:
     return collector_class
 
 
-class DistributedWeightUpdater(WeightUpdaterBase):
-    """Pushes policy weights to the nodes of a distributed collector (the default updater of
-    :class:`DistributedCollector` and :class:`DistributedSyncCollector`).
-
-    The weights travel over the collector's point-to-point channel and each node applies them before its
-    next batch. With ``sync=True`` the update returns only once every targeted node applied them (a round
-    trip after the weights, which a node answers in order).
+class NodeWeightUpdater(WeightUpdaterBase):
+    """Pushes policy weights to the nodes of the distributed collector it is registered with: they travel
+    over the collector's channel and each node applies them before its next batch. With ``sync`` the push
+    returns once every targeted node applied them (a round trip after the weights, answered in order).
 
     Args:
-        store: TorchRL's key-value store argument (kept for compatibility; the collector's channel carries
-            the updates).
         policy_weights: the trainer's weights (what ``update_policy_weights_()`` with no argument sends).
         num_workers: the number of nodes.
         sync: wait until the nodes applied the weights.
-
-    Examples:
-        >>> from tensordict import TensorDict
-        >>> updater = DistributedWeightUpdater(store=None, policy_weights=TensorDict(w=1.0), num_workers=2, sync=True)
-        >>> updater.all_worker_ids()
-        [0, 1]
     """
 
-    def __init__(self, store: Any, policy_weights: TensorDictBase, num_workers: int, sync: bool) -> None:
+    def __init__(self, policy_weights: TensorDictBase | None, num_workers: int, sync: bool = False) -> None:
         super().__init__()
-        self.store = store
         self.policy_weights = as_weights(policy_weights)
         self.num_workers = int(num_workers)
         self.sync = bool(sync)
@@ -70,8 +58,8 @@ class DistributedWeightUpdater(WeightUpdaterBase):
     def _push_weights(self, policy_or_weights: Any = None, worker_ids: Any = None) -> None:
         collector = self.collector
         if collector is None:
-            raise RuntimeError("DistributedWeightUpdater: no collector registered (pass it as weight_updater= to a "
-                               "DistributedCollector).")
+            raise RuntimeError(f"{type(self).__name__}: no collector registered (pass it as weight_updater= to a "
+                               f"distributed collector).")
         weights = as_weights(policy_or_weights)
         if weights is None:
             weights = self._get_server_weights()
@@ -80,11 +68,33 @@ class DistributedWeightUpdater(WeightUpdaterBase):
         weights = self._maybe_map_weights(weights).detach().cpu()
         ids = self.all_worker_ids() if worker_ids is None else worker_ids
         ids = [int(ids)] if isinstance(ids, int) else [int(i) for i in ids]
-        transport = collector._pool
         for i in ids:
-            transport.push_weights(i, weights)
+            collector._pool.push_weights(i, weights)
         if self.sync:
             collector._call(ids, "get_policy_version")
+
+
+class DistributedWeightUpdater(NodeWeightUpdater):
+    """The weight updater of :class:`DistributedCollector` and :class:`DistributedSyncCollector` (see
+    :class:`NodeWeightUpdater`; TorchRL's signature).
+
+    Args:
+        store: TorchRL's key-value store argument (kept for compatibility; the collector's point-to-point
+            channel carries the updates).
+        policy_weights: the trainer's weights.
+        num_workers: the number of nodes.
+        sync: wait until the nodes applied the weights.
+
+    Examples:
+        >>> from tensordict import TensorDict
+        >>> updater = DistributedWeightUpdater(store=None, policy_weights=TensorDict(w=1.0), num_workers=2, sync=True)
+        >>> updater.all_worker_ids()
+        [0, 1]
+    """
+
+    def __init__(self, store: Any, policy_weights: TensorDictBase, num_workers: int, sync: bool) -> None:
+        super().__init__(policy_weights, num_workers, sync)
+        self.store = store
 
 
 class DistributedCollector(MultiCollector):
@@ -201,6 +211,15 @@ class DistributedCollector(MultiCollector):
             weight_sync_schemes=weight_sync_schemes, weight_recv_schemes=weight_recv_schemes,
         )
         self._since_push = {i: 0 for i in range(self.num_workers)}
+
+    def set_trainer_options(self, *, replay_buffer=None, extend_buffer: bool = True, pre_collect_hook=None,
+                            post_collect_hook=None) -> None:
+        """Trainer-side options of :class:`~torchrl.collectors.Collector` (``backend="distributed"``): batches
+        go to ``replay_buffer`` (then ``None`` is delivered); the hooks run here, around each batch."""
+        self.replay_buffer = replay_buffer
+        self.extend_buffer = extend_buffer
+        self._pre_collect_hook = pre_collect_hook
+        self._post_collect_hook = post_collect_hook
 
     def _make_transport(self, owner: str) -> TorchDistTransport:
         return TorchDistTransport(owner, start_method=self.mp_start_method, **self._node_options)
