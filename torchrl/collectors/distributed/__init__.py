@@ -13,6 +13,7 @@ from torchrl.collectors.distributed.default_configs import DEFAULT_SLURM_CONF
 from torchrl.collectors.distributed.generic import DistributedCollector, DistributedWeightUpdater
 from torchrl.collectors.distributed.rpc import RPCCollector, RPCWeightUpdater
 from torchrl.collectors.distributed.sync import DistributedSyncCollector
+from torchrl.collectors.distributed.utils import submitit_delayed_launcher
 
 __all__ = [
     "DEFAULT_SLURM_CONF",
@@ -21,4 +22,5 @@ __all__ = [
     "DistributedWeightUpdater",
     "RPCCollector",
     "RPCWeightUpdater",
+    "submitit_delayed_launcher",
 ]

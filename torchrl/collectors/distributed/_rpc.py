@@ -14,6 +14,7 @@ import itertools
 import queue
 import threading
 import time
+import warnings
 from typing import Any
 
 import cloudpickle
@@ -58,6 +59,12 @@ def _ping() -> None:
 def _deliver(sender: int, seq: int, message: bytes) -> None:
     """Runs on the receiver: files ``message`` from rank ``sender``."""
     _INBOXES[sender].put(seq, message)
+
+
+def _init_rpc(name: str, rank: int, world_size: int, addr: str, port: int, options: dict | None) -> None:
+    with warnings.catch_warnings():  # torch's own rendezvous uses a deprecated call of its own API
+        warnings.filterwarnings("ignore", message="You are using a Backend", category=UserWarning)
+        rpc.init_rpc(name, rank=rank, world_size=world_size, rpc_backend_options=_options(addr, port, options))
 
 
 def _options(addr: str, port: int, options: dict | None) -> rpc.TensorPipeRpcBackendOptions:
@@ -136,7 +143,7 @@ class NodeChannel:
 def rpc_node_main(rank: int, world_size: int, addr: str, port: int, options: dict | None, spec: Any) -> None:
     """A collection node over RPC: joins, receives its spec, serves until closed, then leaves RPC."""
     chan = NodeChannel(rank)
-    rpc.init_rpc(node_name(rank), rank=rank, world_size=world_size, rpc_backend_options=_options(addr, port, options))
+    _init_rpc(node_name(rank), rank, world_size, addr, port, options)
     try:
         spec = cloudpickle.loads(chan.recv()) if spec is None else spec
         serve(chan, spec, rank - 1)
@@ -157,7 +164,7 @@ def join_as_trainer(world_size: int, addr: str, port: int, options: dict | None,
 
     def init():
         try:
-            rpc.init_rpc(TRAINER, rank=0, world_size=world_size, rpc_backend_options=_options(addr, port, options))
+            _init_rpc(TRAINER, 0, world_size, addr, port, options)
         except BaseException as err:  # noqa: BLE001 - re-raised below
             error.append(err)
 
