@@ -29,7 +29,7 @@ from torchrl.envs._workers import default_start_method, exit_text, serve
 from torchrl.envs._workers.pool import _start_process
 
 __all__ = ["DelayedLauncher", "ProcessLauncher", "SubmititLauncher", "free_port", "host_address", "node_main",
-           "rendezvous"]
+           "check_no_group", "rendezvous"]
 
 GROUP_TIMEOUT = timedelta(days=7)  # point-to-point waits are bounded by death detection, not by a timer
 
@@ -69,18 +69,21 @@ def node_main(rank: int, world_size: int, addr: str, port: int, backend: str, sp
         dist.destroy_process_group()
 
 
+def check_no_group(owner: str) -> None:
+    """Raises ``RuntimeError`` if this process already belongs to a default process group."""
+    if dist.is_initialized():
+        raise RuntimeError(f"{owner}: this process already has a default torch.distributed process group; the "
+                           f"collector's trainer must be rank 0 of a group of its own (call "
+                           f"torch.distributed.destroy_process_group() first).")
+
+
 def rendezvous(launcher: "Launcher", *, backend: str, addr: str, port: int, world_size: int, owner: str,
                max_wait: float) -> None:
     """Hosts the group's store and joins as rank 0 once every node checked in.
 
     Raises:
-        RuntimeError: a node died first (naming its rank and cause), or ``max_wait`` seconds passed, or
-            this process already belongs to a default process group.
+        RuntimeError: a node died first (naming its rank and cause), or ``max_wait`` seconds passed.
     """
-    if dist.is_initialized():
-        raise RuntimeError(f"{owner}: this process already has a default torch.distributed process group; the "
-                           f"collector's trainer must be rank 0 of a group of its own (call "
-                           f"torch.distributed.destroy_process_group() first).")
     store = dist.TCPStore(addr, port, world_size, is_master=True, wait_for_workers=False, timeout=GROUP_TIMEOUT)
     keys = [f"torchrl/joined/{r}" for r in range(1, world_size)]
     deadline = time.monotonic() + max_wait
@@ -114,7 +117,11 @@ class Launcher:
 
 
 class ProcessLauncher(Launcher):
-    """Nodes as processes of this machine."""
+    """Nodes as processes of this machine.
+
+    Args:
+        start_method: the multiprocessing start method (default: ``fork`` where safe).
+    """
 
     def __init__(self, start_method: str | None = None) -> None:
         self.method = start_method or default_start_method()

@@ -31,6 +31,7 @@ from torchrl.collectors.distributed._launch import (
     Launcher,
     ProcessLauncher,
     SubmititLauncher,
+    check_no_group,
     free_port,
     host_address,
     node_main,
@@ -146,6 +147,7 @@ class TorchDistTransport(Transport):
         return DelayedLauncher()
 
     def start(self, specs: Sequence[WorkerSpec]) -> None:
+        check_no_group(self.owner)
         n = len(specs)
         world = n + 1
         nodes = [NodeSpec(spec, num_envs=self.num_envs, extra_kwargs=self.extra_kwargs) for spec in specs]
@@ -185,6 +187,12 @@ class TorchDistTransport(Transport):
             self.readers.append(reader)
         return chans
 
+    def _await_closed(self, wait: float) -> None:
+        """Waits up to ``wait`` s for the nodes to close (a node says goodbye: its reader ends)."""
+        deadline = time.monotonic() + wait
+        for reader in self.readers:
+            reader.join(max(deadline - time.monotonic(), 0.0))
+
     def _leave(self) -> None:
         if dist.is_initialized():
             dist.destroy_process_group()
@@ -213,8 +221,7 @@ class TorchDistTransport(Transport):
                     except RuntimeError:
                         pass
         wait = 5.0 if timeout is None else timeout
-        for reader in self.readers:
-            reader.join(wait)
+        self._await_closed(wait)
         for chan in self.chans:
             try:
                 chan.settle()

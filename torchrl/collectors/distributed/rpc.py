@@ -42,7 +42,10 @@ class RPCWeightUpdater(NodeWeightUpdater):
 
     def push_weights(self, weights: TensorDictBase | None = None, worker_ids=None, **kwargs) -> None:
         """Sends ``weights`` (default: the trainer's) to the nodes ``worker_ids`` (default: all)."""
-        self(weights, worker_ids=worker_ids)
+        weights = kwargs.pop("policy_or_weights", weights)
+        if kwargs:
+            raise TypeError(f"RPCWeightUpdater.push_weights got unexpected keyword arguments {sorted(kwargs)}.")
+        super().push_weights(policy_or_weights=weights, worker_ids=worker_ids)
 
 
 class RPCCollector(DistributedCollector):
