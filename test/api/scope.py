@@ -93,6 +93,7 @@ SCOPE: dict[str, list[str] | str | tuple[str, list[str]]] = {
     "torchrl.objectives.value.functional": "all",
     "torchrl.collectors": ("all", ["AsyncBatchedCollector", "RayWeightUpdater", "RemoteModuleWeightUpdater"]),
     "torchrl.collectors.utils": "all",
+    "torchrl.collectors.distributed": ("all", ["RayCollector", "RayEvalWorker"]),
     "torchrl.trainers": "all",
     "torchrl.objectives.value": "all",
     "torchrl.objectives.utils": ("all", ["Tensor"]),

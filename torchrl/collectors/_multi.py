@@ -19,6 +19,7 @@ weights through their pipe, applied before the next batch.
 from __future__ import annotations
 
 import collections
+import inspect
 import multiprocessing.util as mp_util
 import warnings
 from collections import OrderedDict
@@ -155,6 +156,12 @@ class MultiCollector(BaseCollector):
 
     _SYNC: bool | None = None
     transport_class: type[Transport] = PipeTransport  # where workers run and how batches come back
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:  # its own options: its signature is its __init__'s, not __new__'s
+            params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+            cls.__signature__ = inspect.Signature(params)
 
     def __new__(cls, *args, sync: bool | None = None, **kwargs):
         if cls is MultiCollector:

@@ -156,9 +156,6 @@ class DistributedCollector(MultiCollector):
 
     transport_class = TorchDistTransport
 
-    def __new__(cls, *args, **kwargs):
-        return object.__new__(cls)
-
     def __init__(
         self,
         create_env_fn: Sequence[Callable] | Callable,
@@ -245,6 +242,14 @@ class DistributedCollector(MultiCollector):
         ids = range(self.num_workers) if worker_ids is None else ([worker_ids] if isinstance(worker_ids, int) else worker_ids)
         for i in ids:
             self._since_push[int(i)] = 0
+
+    @property
+    def storing_device(self):
+        return self._storing_device
+
+    @storing_device.setter
+    def storing_device(self, value) -> None:
+        self._storing_device = value
 
     @property
     def device(self):

@@ -69,3 +69,11 @@ class DistributedSyncCollector(DistributedCollector):
             slurm_kwargs=slurm_kwargs, backend=backend, max_weight_update_interval=max_weight_update_interval,
             update_interval=update_interval, launcher=launcher, tcp_port=tcp_port,
         )
+
+    def update_policy_weights_(self, policy_or_weights=None, *, worker_ids=None, wait=True, **kwargs) -> None:
+        """Pushes new weights to the nodes (default: the policy's); with ``wait`` it returns once every targeted
+        node applied them (nodes are idle between synchronous batches, so this is one round trip)."""
+        super().update_policy_weights_(policy_or_weights, worker_ids=worker_ids, **kwargs)
+        if wait and self.weight_updater is not None:
+            ids = range(self.num_workers) if worker_ids is None else ([worker_ids] if isinstance(worker_ids, int) else worker_ids)
+            self._call(list(ids), "get_policy_version")
