@@ -19,11 +19,6 @@ from torchrl.collectors.weight_update import WeightUpdaterBase
 
 __all__ = ["BaseCollector"]
 
-_SCHEMES_UNSUPPORTED = (
-    "{owner}: weight-sync schemes (torchrl.weight_update) are not supported by this implementation; use "
-    "update_policy_weights_() (shared-memory weights for process collectors) or pass a weight_updater."
-)
-
 
 def resolve_attr(root: Any, path: str) -> Any:
     """``root.a.b["k"].c`` from ``"a.b['k'].c"`` (attribute names and string/int subscripts)."""
@@ -79,6 +74,7 @@ class BaseCollector(IterableDataset):
         self._weight_updater: WeightUpdaterBase | None = None
         self._profile_config: ProfileConfig | None = None
         self._policy_version = 0
+        self._recv_schemes: dict = {}
         self._worker_idx: int | None = None
         self._bg_thread: threading.Thread | None = None
         self._bg_lock = threading.Lock()
@@ -224,7 +220,43 @@ class BaseCollector(IterableDataset):
         self.update_policy_weights_(policy_or_weights, weights=weights, policy=policy)
 
     def register_scheme_receiver(self, weight_recv_schemes, *, synchronize_weights: bool = True):
-        raise ValueError(_SCHEMES_UNSUPPORTED.format(owner=type(self).__name__))
+        """Makes this collector a receiver of weight-sync schemes: each scheme is initialized on the receiver
+        side with this collector as context (its model: ``get_model(model_id)``), connected (the sender's
+        current weights are applied) when ``synchronize_weights``, and polled before every batch, so weights
+        the sender sent in the meantime are applied before the batch is collected.
+
+        Args:
+            weight_recv_schemes: ``{model_id: WeightSyncScheme}`` (this collector runs ``"policy"``).
+
+        Raises:
+            TypeError: not a dict of :class:`~torchrl.weight_update.WeightSyncScheme`.
+            KeyError: a model id this collector does not run.
+        """
+        from torchrl.weight_update import WeightSyncScheme
+
+        owner = type(self).__name__
+        if not isinstance(weight_recv_schemes, dict) or not all(
+                isinstance(s, WeightSyncScheme) for s in weight_recv_schemes.values()):
+            raise TypeError(f"{owner}: weight_recv_schemes must be a dict {{model_id: WeightSyncScheme}}.")
+        for model_id, scheme in weight_recv_schemes.items():
+            self.get_model(model_id)  # raises KeyError for a model this collector does not run
+            scheme.init_on_receiver(model_id=model_id, context=self, worker_idx=self._worker_idx or 0)
+            if synchronize_weights:
+                scheme.connect()
+            self._recv_schemes[model_id] = scheme
+
+    def poll_weights(self) -> int:
+        """Applies the weights that arrived through the receiver schemes (no wait); returns how many updates
+        were applied."""
+        applied = 0
+        for scheme in self._recv_schemes.values():
+            if scheme.receive(timeout=0) is not None:
+                applied += 1
+                self.increment_version()
+        return applied
+
+    def get_model(self, model_id: str):
+        raise KeyError(f"{type(self).__name__}.get_model: unknown model_id {model_id!r}.")
 
     def increment_version(self) -> None:
         self._policy_version += 1

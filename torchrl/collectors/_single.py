@@ -97,9 +97,8 @@ def resolve_device(value) -> torch.device | None:
 def check_unsupported(owner: str, **options: Any) -> None:
     """Raises a ``ValueError`` naming every option that was given a value this implementation does not support."""
     messages = {
-        "weight_recv_schemes": "receiver-side weight-sync schemes belong to collectors that run inside a remote worker, "
-                               "which this package does not have yet; send weights with weight_sync_schemes= or "
-                               "update_policy_weights_()",
+        "weight_recv_schemes": "receiver-side weight-sync schemes are taken by Collector (the collector that runs in a "
+                               "worker); this one sends weights: use weight_sync_schemes= or update_policy_weights_()",
         "trajs_per_write": "trajs_per_write is not supported",
         "interruptor": "interruptors (preemption) are not supported",
         "cudagraph_policy": "CUDA-graph policies are not supported; use compile_policy=",
@@ -266,7 +265,7 @@ class Collector(BaseCollector):
             raise TypeError(f"Collector got unexpected keyword arguments {sorted(kwargs)}.")
         super().__init__(pre_collect_hook=pre_collect_hook, post_collect_hook=post_collect_hook)
         check_unsupported(
-            "Collector", weight_recv_schemes=weight_recv_schemes,
+            "Collector",
             trajs_per_write=trajs_per_write, interruptor=interruptor, cudagraph_policy=cudagraph_policy or None, compact_obs=compact_obs,
         )
         if policy is not None and policy_factory is not None:
@@ -334,6 +333,8 @@ class Collector(BaseCollector):
             if isinstance(policy, nn.Module) and module is not policy:
                 getter = lambda: as_weights(policy)  # noqa: E731  (the running copy lives on another device)
             attach_schemes(self, weight_sync_schemes, weight_getter=getter)
+        if weight_recv_schemes is not None:
+            self.register_scheme_receiver(weight_recv_schemes)
 
     def _weight_transport(self, scheme, worker_idx: int):
         """The transport a weight-sync scheme writes through: the running policy, in this process."""
@@ -410,6 +411,8 @@ class Collector(BaseCollector):
     def rollout(self) -> TensorDictBase:
         """Collects one batch (``(*env.batch_size, T)``) and returns it (without split/postproc)."""
         self._check_open()
+        if self._recv_schemes:
+            self.poll_weights()
         if self._pre_collect_hook is not None:
             self._pre_collect_hook()
         loop = self._loop
