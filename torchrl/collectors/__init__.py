@@ -43,6 +43,7 @@ __all__ = [
     "MultiaSyncDataCollector",
     "ProfileConfig",
     "RandomPolicy",
+    "RayWeightUpdater",
     "SyncDataCollector",
     "VanillaWeightUpdater",
     "WeightUpdaterBase",
@@ -50,3 +51,11 @@ __all__ = [
     "register_backend",
     "split_trajectories",
 ]
+
+
+def __getattr__(name: str):
+    if name == "RayWeightUpdater":  # lives with RayCollector; importing it here would load the distributed stack
+        from torchrl.collectors.distributed.ray import RayWeightUpdater
+
+        return RayWeightUpdater
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,6 +4,8 @@
   torch.distributed group under ``MultiCollector``'s iterators; the transport (``_transport.py``) carries
   the worker layer's messages over point-to-point sends (``_wire.py``); launchers and the rendezvous are in
   ``_launch.py``.
+- :class:`RayCollector` (``ray.py``, transport in ``_ray.py``): nodes as Ray actors; exported lazily (importing
+  this package does not import ray).
 - :func:`submitit_delayed_launcher` (``utils.py``), defaults in ``default_configs.py``.
 """
 from __future__ import annotations
@@ -22,5 +24,14 @@ __all__ = [
     "DistributedWeightUpdater",
     "RPCCollector",
     "RPCWeightUpdater",
+    "RayCollector",
     "submitit_delayed_launcher",
 ]
+
+
+def __getattr__(name: str):
+    if name == "RayCollector":  # lazily: ray is imported only when a Ray collector starts
+        from torchrl.collectors.distributed.ray import RayCollector
+
+        return RayCollector
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
