@@ -80,9 +80,9 @@ OBJECTIVES_LATER = [
     "categorical_kl_balanced", "categorical_kl_terms",
 ]
 
-# torchrl.weight_update: the RPC and Ray transports come with the rest of issue 21.
+# torchrl.weight_update: the Ray transports come with the rest of issue 21.
 WEIGHT_UPDATE_LATER = [
-    "RPCTransport", "RPCWeightSyncScheme", "RayTransport",
+    "RayTransport",
     "RayWeightSyncScheme", "RayModuleTransformScheme",
 ]
 

@@ -282,7 +282,7 @@ def test_collector_scheme_errors():
         MultiSyncCollector([PendulumEnv], policy, frames_per_batch=4, weight_recv_schemes={"policy": NoWeightSyncScheme()})
 
 
-@pytest.mark.parametrize("module", ["_strategy", "_no_sync", "_shared_mem", "_multiprocess", "_distributed"])
+@pytest.mark.parametrize("module", ["_strategy", "_no_sync", "_shared_mem", "_multiprocess", "_distributed", "_rpc"])
 def test_docstring_examples_run(module):
     import doctest
     import importlib

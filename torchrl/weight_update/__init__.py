@@ -10,6 +10,8 @@ and drive the scheme from ``update_policy_weights_()``.
   collector's pipes), acknowledged.
 - :class:`DistributedWeightSyncScheme` / :class:`DistributedTransport`: the ranks of a torch.distributed
   process group; point-to-point sends, announced and acknowledged through the group's store.
+- :class:`RPCWeightSyncScheme` / :class:`RPCTransport`: the workers of an RPC group; weights filed on the
+  receiver by an RPC, applied when it polls.
 - :class:`NoWeightSyncScheme`: workers keep the weights they were built with.
 """
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from torchrl.weight_update._distributed import DistributedTransport, DistributedWeightSyncScheme
 from torchrl.weight_update._multiprocess import MPTransport, MultiProcessWeightSyncScheme
 from torchrl.weight_update._no_sync import NoWeightSyncScheme
+from torchrl.weight_update._rpc import RPCTransport, RPCWeightSyncScheme
 from torchrl.weight_update._scheme import InitialSyncTransport, TransportBackend, WeightSyncBackend, WeightSyncScheme
 from torchrl.weight_update._shared_mem import SharedMemTransport, SharedMemWeightSyncScheme
 from torchrl.weight_update._strategy import WeightStrategy
@@ -28,6 +31,8 @@ __all__ = [
     "MPTransport",
     "MultiProcessWeightSyncScheme",
     "NoWeightSyncScheme",
+    "RPCTransport",
+    "RPCWeightSyncScheme",
     "SharedMemTransport",
     "SharedMemWeightSyncScheme",
     "TransportBackend",
