@@ -73,6 +73,7 @@ class _NodeHost:
             spec = cloudpickle.loads(self.spec)
             torch.set_num_threads(spec.num_threads)
             self.server = spec.build(self.idx)
+            self.server.consolidate = True
         except BaseException as err:  # noqa: BLE001 - reported to the trainer, which raises it
             return error_payload(err)
         return REPLY_OK

@@ -53,6 +53,7 @@ class NodeServer(CollectorServer):
     def __init__(self, collector: Any, idx: int, *, flatten: bool) -> None:
         super().__init__(collector, "", idx)
         self.flatten = flatten
+        self.consolidate = False  # pickle batches consolidated (one storage: 3x faster round trip)
         self._it = None
 
     def next_batch(self) -> TensorDictBase:
@@ -67,6 +68,8 @@ class NodeServer(CollectorServer):
             batch = self.next_batch()
             if self.flatten and batch.batch_dims > 1:
                 batch = batch.reshape(-1)
+            if self.consolidate:
+                batch = batch.consolidate()
             return REPLY_PICKLED + pickle.dumps(batch)
         return super().handle(op, message)
 
