@@ -93,7 +93,7 @@ SCOPE: dict[str, list[str] | str | tuple[str, list[str]]] = {
     "torchrl.objectives.value.functional": "all",
     "torchrl.collectors": ("all", ["AsyncBatchedCollector", "RemoteModuleWeightUpdater"]),
     "torchrl.collectors.utils": "all",
-    "torchrl.collectors.distributed": ("all", ["RayEvalWorker"]),
+    "torchrl.collectors.distributed": "all",
     "torchrl.trainers": "all",
     "torchrl.objectives.value": "all",
     "torchrl.objectives.utils": ("all", ["Tensor"]),

@@ -190,3 +190,30 @@ def test_replay_buffer_and_backend_ray():
 def test_too_many_collectors_for_the_cluster():
     with pytest.raises(RuntimeError, match="too few for 300 collectors"):
         RayCollector([make_env] * 300, None, frames_per_batch=300, total_frames=300)
+
+
+def _counting_policy_maker(env):
+    return counting_policy(0.0)
+
+
+def test_eval_worker_submit_poll_and_from_name():
+    from torchrl.collectors.distributed import RayEvalWorker
+
+    with pytest.raises(RuntimeError, match="num_gpus=1 but the Ray cluster has 0 GPUs"):
+        RayEvalWorker(None, make_env, _counting_policy_maker)
+    worker = RayEvalWorker(None, make_env, _counting_policy_maker, num_gpus=0, name="torchrl-test-eval")
+    try:
+        assert worker.poll() is None  # nothing submitted
+        weights = counting_policy(2.0)
+        worker.submit(weights, max_steps=15)
+        deadline = time.monotonic() + 60
+        result = None
+        while result is None and time.monotonic() < deadline:
+            result = worker.poll(timeout=1.0)
+        assert result["steps"] == 15 and isinstance(result["reward"], float) and result["reward"] < 0
+        other = RayEvalWorker.from_name("torchrl-test-eval")
+        other.submit(None, max_steps=5)
+        assert other.poll(timeout=60)["steps"] == 5
+    finally:
+        worker.shutdown()
+    assert _all_cpus_free()

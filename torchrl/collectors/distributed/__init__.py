@@ -25,13 +25,14 @@ __all__ = [
     "RPCCollector",
     "RPCWeightUpdater",
     "RayCollector",
+    "RayEvalWorker",
     "submitit_delayed_launcher",
 ]
 
 
 def __getattr__(name: str):
-    if name == "RayCollector":  # lazily: ray is imported only when a Ray collector starts
-        from torchrl.collectors.distributed.ray import RayCollector
+    if name in ("RayCollector", "RayEvalWorker"):  # lazily: ray is imported only when they start
+        from torchrl.collectors.distributed import ray as _ray_module
 
-        return RayCollector
+        return getattr(_ray_module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
@@ -9,14 +10,14 @@ from typing import Any, Literal
 import torch
 from tensordict import TensorDictBase
 
-from torchrl._utils._exploration import ExplorationType
+from torchrl._utils._exploration import ExplorationType, set_exploration_type
 from torchrl.collectors._single import Collector, register_backend
 from torchrl.collectors.distributed._backends import build_distributed
-from torchrl.collectors.distributed._ray import RayTransport
+from torchrl.collectors.distributed._ray import RayTransport, ensure_ray
 from torchrl.collectors.distributed.generic import DistributedCollector, NodeWeightUpdater
 from torchrl.collectors.weight_update import WeightUpdaterBase, as_weights
 
-__all__ = ["RayCollector", "RayWeightUpdater"]
+__all__ = ["RayCollector", "RayEvalWorker", "RayWeightUpdater"]
 
 
 class RayWeightUpdater(NodeWeightUpdater):
@@ -280,6 +281,133 @@ class RayCollector(DistributedCollector):
         if self._bg_error is not None:
             err, self._bg_error = self._bg_error, None
             raise RuntimeError(f"RayCollector: background collection failed: {err}") from err
+
+
+class _EvalHost:
+    """The body of a :class:`RayEvalWorker` actor: its env and policy, and one rollout per request."""
+
+    def __init__(self, init_fn, env_maker, policy_maker, paths: list[str]) -> None:
+        for path in reversed(paths):
+            if path not in sys.path:
+                sys.path.insert(0, path)
+        if init_fn is not None:
+            init_fn()
+        self.env = env_maker()
+        self.policy = policy_maker(self.env)
+
+    def evaluate(self, weights, max_steps: int, deterministic: bool, break_when_any_done: bool,
+                 reward_keys: tuple) -> dict:
+        if weights is not None:
+            if not isinstance(self.policy, torch.nn.Module):
+                raise TypeError(f"RayEvalWorker: weights were submitted but the policy is a "
+                                f"{type(self.policy).__name__}, not an nn.Module.")
+            as_weights(weights).to_module(self.policy)
+        kind = ExplorationType.DETERMINISTIC if deterministic else ExplorationType.RANDOM
+        with torch.no_grad(), set_exploration_type(kind):
+            rollout = self.env.rollout(max_steps, self.policy, break_when_any_done=break_when_any_done)
+        key = tuple(reward_keys) if len(reward_keys) > 1 else reward_keys[0]
+        reward = rollout.get(key)
+        time_dim = rollout.batch_dims - 1
+        return {"reward": float(reward.sum(time_dim).mean()), "steps": int(rollout.batch_size[time_dim]),
+                "frames": None}
+
+
+class RayEvalWorker:
+    """Evaluates a policy in a Ray actor of its own, asynchronously.
+
+    The actor calls ``init_fn()`` (process-level setup, before anything else), builds ``env_maker()`` and
+    ``policy_maker(env)``. :meth:`submit` sends weights and starts a rollout; :meth:`poll` returns its
+    result (``{"reward": summed reward averaged over the env's batch, "steps": rollout length, "frames":
+    None}``) once it finished, else ``None``. A ``name`` registers the actor with Ray, so that another
+    process can reach it with :meth:`from_name`.
+
+    Args:
+        init_fn: called first in the actor process (``None``: nothing).
+        env_maker: builds the evaluation env (in the actor).
+        policy_maker: builds the policy from the env (in the actor).
+
+    Keyword Args:
+        num_gpus: GPUs reserved for the actor (TorchRL's default, 1; pass 0 on a CPU machine).
+        reward_keys: the reward entry of the rollout.
+        name: registers the actor under this name.
+        **remote_kwargs: more Ray actor options (``num_cpus``, ``memory``...).
+
+    Raises:
+        RuntimeError: the cluster has fewer GPUs than ``num_gpus``.
+
+    Examples:
+        >>> from torchrl.collectors.distributed import RayEvalWorker
+        >>> from torchrl.envs import PendulumEnv
+        >>> from torchrl.envs.utils import RandomPolicy
+        >>> worker = RayEvalWorker(None, PendulumEnv, lambda env: RandomPolicy(env.action_spec), num_gpus=0)
+        >>> worker.submit(None, max_steps=10)
+        >>> import time; result = None
+        >>> while result is None: result = worker.poll(timeout=1.0)
+        >>> result["steps"]
+        10
+        >>> worker.shutdown()
+    """
+
+    def __init__(self, init_fn: Callable[[], None] | None, env_maker: Callable[[], Any],
+                 policy_maker: Callable[[Any], Any], *, num_gpus: int = 1,
+                 reward_keys: tuple[str, ...] = ("next", "reward"), name: str | None = None,
+                 **remote_kwargs: Any) -> None:
+        ray = ensure_ray(None)
+        gpus = ray.cluster_resources().get("GPU", 0.0)
+        if num_gpus > gpus:
+            raise RuntimeError(f"RayEvalWorker: num_gpus={num_gpus} but the Ray cluster has {gpus:g} GPUs; pass "
+                               f"num_gpus=0 to evaluate on CPU.")
+        options = dict(remote_kwargs, num_gpus=num_gpus)
+        options.setdefault("num_cpus", min(1.0, ray.cluster_resources().get("CPU", 1.0) / 4))
+        if name is not None:
+            options["name"] = name
+        actor_class = ray.remote(max_restarts=0)(_EvalHost)
+        self._actor = actor_class.options(**options).remote(init_fn, env_maker, policy_maker, list(sys.path))
+        self.reward_keys = tuple(reward_keys)
+        self.name = name
+        self._pending = None
+
+    @classmethod
+    def from_name(cls, name: str, *, reward_keys: tuple[str, ...] = ("next", "reward")) -> RayEvalWorker:
+        """A handle on the running worker registered under ``name``."""
+        ray = ensure_ray(None)
+        worker = cls.__new__(cls)
+        worker._actor = ray.get_actor(name)
+        worker.reward_keys = tuple(reward_keys)
+        worker.name = name
+        worker._pending = None
+        return worker
+
+    def submit(self, weights: Any, max_steps: int, *, deterministic: bool = True,
+               break_when_any_done: bool = True) -> None:
+        """Starts a rollout of at most ``max_steps`` steps with ``weights`` (``None``: the current ones); a
+        rollout not polled yet is dropped."""
+        if weights is not None:
+            weights = as_weights(weights).detach().cpu()
+        self._pending = self._actor.evaluate.remote(weights, int(max_steps), bool(deterministic),
+                                                    bool(break_when_any_done), self.reward_keys)
+
+    def poll(self, timeout: float = 0) -> dict | None:
+        """The result of the last submitted rollout, or ``None`` if it is still running (waits up to
+        ``timeout`` s). Raises the actor's error if the rollout failed."""
+        if self._pending is None:
+            return None
+        import ray
+
+        ready, _ = ray.wait([self._pending], timeout=timeout)
+        if not ready:
+            return None
+        ref, self._pending = self._pending, None
+        return ray.get(ref)
+
+    def shutdown(self) -> None:
+        """Kills the actor."""
+        import ray
+
+        if self._actor is not None and ray.is_initialized():
+            ray.kill(self._actor, no_restart=True)
+        self._actor = None
+        self._pending = None
 
 
 def _ray(sync: bool, args: list, kwargs: dict):
