@@ -44,6 +44,7 @@ __all__ = ["NodeSpec", "TorchDistTransport"]
 
 LAUNCHERS = ("mp", "submitit", "submitit_delayed")
 _DEAD = object()
+_LOOK_EVERY = 0.25  # seconds between looks at the launcher while waiting for replies
 
 
 class NodeServer(CollectorServer):
@@ -250,18 +251,26 @@ class TorchDistTransport(Transport):
         self.failed = f"collection node of rank {i + 1} (worker {i}) died during {what} ({cause})"
         return RuntimeError(f"{self.owner}: {self.failed}; the collector cannot continue: call shutdown().")
 
+    def _look_for_deaths(self, idxs: set[int], what: str) -> None:
+        if self.launcher is None:
+            return
+        for j in idxs:
+            if self.launcher.dead(j + 1) is not None:
+                raise self._death(j, what, None)
+
     def _next(self, idxs: set[int], what: str) -> tuple[int, bytes]:
         """The next reply among workers ``idxs`` (earlier replies of other workers are held)."""
         for i in sorted(idxs):
             if self.held[i]:
                 return i, self.held[i].pop(0)
+        next_look = time.monotonic() + _LOOK_EVERY
         while True:
+            if time.monotonic() >= next_look:  # a busy peer must not hide a silent death (RPC has no reader)
+                self._look_for_deaths(idxs, what)
+                next_look = time.monotonic() + _LOOK_EVERY
             try:
-                i, msg, detail = self.inbox.get(timeout=1.0)
+                i, msg, detail = self.inbox.get(timeout=_LOOK_EVERY)
             except queue.Empty:
-                for j in idxs:
-                    if self.launcher is not None and self.launcher.dead(j + 1) is not None:
-                        raise self._death(j, what, None) from None
                 continue
             self.pending[i] -= 1
             if msg is _DEAD:
