@@ -51,7 +51,7 @@ ENV_NAMES = [
 
 # Replay-buffer names covered; Ray/remote/redis/LLM/MCTS/H5 and streaming names come with later issues.
 RB_LATER = [
-    "RayReplayBuffer", "RemoteTensorDictReplayBuffer", "StoreStorage", "PromptGroupSampler", "StalenessAwareSampler",
+    "RayReplayBuffer", "StoreStorage", "PromptGroupSampler", "StalenessAwareSampler",
     "ConsumingSampler", "H5Split", "H5Combine", "H5StorageCheckpointer", "StreamingSliceSampler",
 ]
 

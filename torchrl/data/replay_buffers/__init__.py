@@ -48,6 +48,7 @@ from torchrl.data.replay_buffers.storages import (
     TensorStorageCheckpointer,
 )
 from torchrl.data.replay_buffers.storages._ted import DEFAULT_DONE_KEYS
+from torchrl.data.replay_buffers._remote import RemoteTensorDictReplayBuffer
 from torchrl.data.replay_buffers._tensordict_replay_buffer import TensorDictReplayBuffer
 from torchrl.data.replay_buffers._trajectories import (
     Trajectory,
@@ -106,6 +107,7 @@ __all__ = [
     "TED2Nested",
     "TensorDictMaxValueWriter",
     "TensorDictPrioritizedReplayBuffer",
+    "RemoteTensorDictReplayBuffer",
     "TensorDictReplayBuffer",
     "TensorDictRoundRobinWriter",
     "TensorStorage",
