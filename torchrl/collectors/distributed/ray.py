@@ -32,6 +32,7 @@ class RayWeightUpdater(NodeWeightUpdater):
 
     Examples:
         >>> from tensordict import TensorDict
+        >>> from torchrl.collectors import RayWeightUpdater
         >>> updater = RayWeightUpdater(TensorDict(w=1.0), remote_collectors=[None, None])
         >>> updater.all_worker_ids()
         [0, 1]
