@@ -29,7 +29,7 @@ from torchrl.envs._workers import default_start_method, exit_text, serve
 from torchrl.envs._workers.pool import _start_process
 
 __all__ = ["DelayedLauncher", "ProcessLauncher", "SubmititLauncher", "free_port", "host_address", "node_main",
-           "check_no_group", "rendezvous"]
+           "check_no_group", "host_store", "rendezvous"]
 
 GROUP_TIMEOUT = timedelta(days=7)  # point-to-point waits are bounded by death detection, not by a timer
 
@@ -77,14 +77,19 @@ def check_no_group(owner: str) -> None:
                            f"torch.distributed.destroy_process_group() first).")
 
 
-def rendezvous(launcher: "Launcher", *, backend: str, addr: str, port: int, world_size: int, owner: str,
+def host_store(addr: str, port: int, world_size: int) -> "dist.TCPStore":
+    """The group's store, hosted by the trainer (``port=0``: a free port the OS picks, read back from
+    ``store.port``; no other process can take it between the choice and the bind)."""
+    return dist.TCPStore(addr, port, world_size, is_master=True, wait_for_workers=False, timeout=GROUP_TIMEOUT)
+
+
+def rendezvous(launcher: "Launcher", store: "dist.TCPStore", *, backend: str, world_size: int, owner: str,
                max_wait: float) -> None:
-    """Hosts the group's store and joins as rank 0 once every node checked in.
+    """Joins the group as rank 0 once every node checked in at ``store``.
 
     Raises:
         RuntimeError: a node died first (naming its rank and cause), or ``max_wait`` seconds passed.
     """
-    store = dist.TCPStore(addr, port, world_size, is_master=True, wait_for_workers=False, timeout=GROUP_TIMEOUT)
     keys = [f"torchrl/joined/{r}" for r in range(1, world_size)]
     deadline = time.monotonic() + max_wait
     while not store.check(keys):
@@ -95,7 +100,7 @@ def rendezvous(launcher: "Launcher", *, backend: str, addr: str, port: int, worl
         if time.monotonic() > deadline:
             missing = [r for r, k in zip(range(1, world_size), keys) if not store.check([k])]
             raise RuntimeError(f"{owner}: collection nodes of ranks {missing} did not join within {max_wait:.0f} s "
-                               f"(tcp://{addr}:{port}).")
+                               f"(store on port {store.port}).")
         time.sleep(0.01)
     dist.init_process_group(backend, store=store, rank=0, world_size=world_size, timeout=GROUP_TIMEOUT)
 

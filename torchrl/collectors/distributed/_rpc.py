@@ -23,7 +23,7 @@ from typing import Any
 import cloudpickle
 import torch.distributed.rpc as rpc
 
-from torchrl.collectors.distributed._launch import GROUP_TIMEOUT
+from torchrl.collectors.distributed._launch import GROUP_TIMEOUT, free_port
 from torchrl.collectors.distributed._transport import _DEAD, TorchDistTransport
 from torchrl.envs._workers import REPLY_VALUE, Channel, exit_text, serve
 from torchrl.envs._workers.pool import _start_process
@@ -281,6 +281,9 @@ class RpcTransport(TorchDistTransport):
         super().__init__(owner, **kwargs)
         self.backend = tensorpipe_options  # what the launcher hands the nodes in the backend's place
         self.gateway: Gateway | None = None
+
+    def _host(self, addr: str, world: int) -> int:
+        return self.port or free_port()  # RPC's own store is hosted by the gateway
 
     def _join(self, world: int, addr: str, port: int) -> None:
         self.gateway = Gateway(self.owner, world, addr, port, self.backend)

@@ -32,8 +32,8 @@ from torchrl.collectors.distributed._launch import (
     ProcessLauncher,
     SubmititLauncher,
     check_no_group,
-    free_port,
     host_address,
+    host_store,
     node_main,
     rendezvous,
 )
@@ -133,6 +133,7 @@ class TorchDistTransport(Transport):
         self.extra_kwargs = extra_kwargs or {}
         self.connect_timeout = connect_timeout
         self.launcher: Launcher | None = None
+        self._store = None
         self.chans: list[GlooChannel] = []
         self.inbox: queue.Queue = queue.Queue()
         self.held: dict[int, list] = {}
@@ -156,7 +157,7 @@ class TorchDistTransport(Transport):
         world = n + 1
         nodes = [NodeSpec(spec, num_envs=self.num_envs, extra_kwargs=self.extra_kwargs) for spec in specs]
         addr = "127.0.0.1" if self.launcher_name == "mp" else host_address()
-        port = self.port or free_port()
+        port = self._host(addr, world)
         self.launcher = launcher = self._make_launcher()
         delayed = isinstance(launcher, DelayedLauncher)
         if delayed:
@@ -165,6 +166,7 @@ class TorchDistTransport(Transport):
         launcher.launch(self.node_target, {r: (r, world, addr, port, self.backend, None if by_message else nodes[r - 1])
                                            for r in range(1, world)})
         self._join(world, addr, port)
+        self._store = None  # the group holds it now
         self.joined = True
         self.pending = [1] * n  # the readiness replies
         self.held = {i: [] for i in range(n)}
@@ -178,8 +180,13 @@ class TorchDistTransport(Transport):
     node_target = staticmethod(node_main)
     spec_in_args = True  # the launcher hands each node its spec (else: the first message)
 
+    def _host(self, addr: str, world: int) -> int:
+        """Hosts the rendez-vous on this machine; returns its port (the one asked for, or a free one)."""
+        self._store = host_store(addr, self.port or 0, world)
+        return self._store.port
+
     def _join(self, world: int, addr: str, port: int) -> None:
-        rendezvous(self.launcher, backend=self.backend, addr=addr, port=port, world_size=world, owner=self.owner,
+        rendezvous(self.launcher, self._store, backend=self.backend, world_size=world, owner=self.owner,
                    max_wait=self.connect_timeout)
 
     def _open(self, n: int) -> list:
@@ -237,6 +244,7 @@ class TorchDistTransport(Transport):
             launcher.shutdown(wait)
         self.chans, self.readers = [], []
         self.joined = False
+        self._store = None
 
     # -- replies ---------------------------------------------------------------------------------------------
     def _death(self, i: int, what: str, detail: str | None) -> RuntimeError:
