@@ -80,49 +80,33 @@ def test_frames_shapes_and_names(sync, collector_class):
     assert _all_cpus_free()
 
 
-def test_weight_update_reaches_every_actor_before_its_next_batch():
+def test_weight_updates_controls_and_shutdown_leaves_no_actor():
     policy = counting_policy(0.0)
-    collector = RayCollector([make_env, make_env], policy, frames_per_batch=20, total_frames=100, sync=True)
+    collector = RayCollector(make_env, policy, num_collectors=2, frames_per_batch=20, total_frames=100, sync=True)
+    pids = collector._pool.pids()
     try:
         assert isinstance(collector.weight_updater, RayWeightUpdater)
-        for i, batch in enumerate(collector):
+        assert len(collector.remote_collectors) == collector.num_workers == 2
+        for i, batch in enumerate(collector):  # every actor applies the new weights before its next batch
             assert (batch["action"] == float(i)).all(), (i, batch["action"].unique())
             set_value(policy, i + 1.0)
             collector.update_policy_weights_()
+        seeds = collector.set_seed(7)
+        assert isinstance(seeds, list) and len(seeds) == 2 and seeds[0] != seeds[1]
+        states = collector.state_dict()
+        assert isinstance(states, list) and len(states) == 2
+        collector.load_state_dict(states)
+        assert collector.get_distant_attr("frames_per_batch") == [10, 10]
+        assert collector.map_fn("set_seed", [(1,), (2,)]) != [None, None]
     finally:
         collector.shutdown()
-
-
-def test_async_max_weight_update_interval_forces_pushes():
-    policy = counting_policy(5.0)
-    collector = RayCollector([make_env], policy, frames_per_batch=10, total_frames=40, sync=False,
-                             max_weight_update_interval=1)
-    try:
-        values = [batch["action"].unique().tolist() for batch in collector]
-    finally:
-        collector.shutdown()
-    assert values[-1] == [5.0]  # pushed without an explicit update_policy_weights_()
-
-
-def test_shutdown_leaves_no_actor_and_controls_return_lists():
-    collector = RayCollector(make_env, None, num_collectors=2, frames_per_batch=20, total_frames=40, sync=True)
-    pids = collector._pool.pids()
-    assert len(collector.remote_collectors) == collector.num_workers == 2
-    seeds = collector.set_seed(7)
-    assert isinstance(seeds, list) and len(seeds) == 2 and seeds[0] != seeds[1]
-    states = collector.state_dict()
-    assert isinstance(states, list) and len(states) == 2
-    collector.load_state_dict(states)
-    assert collector.get_distant_attr("frames_per_batch") == [10, 10]
-    assert collector.map_fn("set_seed", [(1,), (2,)]) != [None, None]
-    collector.shutdown()
     assert _all_cpus_free()
     deadline = time.monotonic() + 10
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(p) for p in pids)
     with pytest.raises(RuntimeError, match="shut down"):
-        next(iter(collector))
+        collector.set_seed(1)
 
 
 def _no_duplicates(batches) -> None:
@@ -154,14 +138,17 @@ def test_dead_actor_is_restarted_and_totals_stay_exact(how):
     assert _all_cpus_free()
 
 
-def test_gives_up_after_max_restarts():
+def test_forced_weight_pushes_and_giving_up_after_max_restarts():
     class Fragile(RayCollector):
         max_restarts = 0
 
-    collector = Fragile([make_env], None, frames_per_batch=10, total_frames=100, sync=True)
+    policy = counting_policy(5.0)
+    collector = Fragile([make_env], policy, frames_per_batch=10, total_frames=100, sync=False,
+                        max_weight_update_interval=1)
     try:
         it = iter(collector)
         next(it)
+        assert next(it)["action"].unique().tolist() == [5.0]  # pushed without update_policy_weights_()
         ray.kill(collector.remote_collectors[0], no_restart=True)
         with pytest.raises(RuntimeError, match="node 0 died 1 times.*giving up after 0 restarts"):
             next(it)
