@@ -49,8 +49,14 @@ def ensure_ray(ray_init_config: dict | None) -> Any:
             if "address" in ray_init_config:  # joining a cluster: its resources are its own
                 config = {k: v for k, v in config.items() if k not in ("num_cpus", "object_store_memory")}
             config.update(ray_init_config)
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a local instance: no token setup (seconds saved)
-        ray.init(**config)
+        previous = os.environ.get("RAY_AUTH_MODE")
+        if previous is None:  # a local instance: no token setup (seconds saved), for Ray's processes only
+            os.environ["RAY_AUTH_MODE"] = "disabled"
+        try:
+            ray.init(**config)
+        finally:
+            if previous is None:
+                os.environ.pop("RAY_AUTH_MODE", None)
     return ray
 
 
