@@ -192,16 +192,15 @@ def _actions(batch) -> list[float]:
 def _next_settled(it, collector_cls, expected: list[float]) -> list[float]:
     """The actions of the next batch collected entirely after a change. Sync: the very next batch. Async:
     batches requested before the change may still come (a slow worker's old batch can arrive after the other
-    worker's new ones), so batches are read until one shows ``expected`` (at most 12), and every batch after
-    it must show it too."""
+    worker's new ones), so batches are read until two in a row show ``expected`` (at most 40 reads)."""
     if collector_cls is not MultiAsyncCollector:
         return _actions(next(it))
-    for _ in range(12):
+    got, streak = None, 0
+    for _ in range(40):
         got = _actions(next(it))
-        if got == expected:
+        streak = streak + 1 if got == expected else 0
+        if streak == 2:
             break
-    for _ in range(2):
-        got = _actions(next(it))  # both workers' batches in flight were requested after the change
     return got
 
 

@@ -396,7 +396,9 @@ class MultiCollector(BaseCollector):
             if weights.is_empty():
                 return None
             return weights.share_memory_()
-        except (RuntimeError, ValueError, TypeError):  # e.g. uninitialized lazy parameters: use the pipes
+        except (RuntimeError, ValueError, TypeError) as err:  # e.g. out of shared memory: use the pipes
+            warnings.warn(f"MultiCollector: the policy's weights could not be moved to shared memory ({err}); the "
+                          f"workers get copies, updated by update_policy_weights_() only.", RuntimeWarning)
             return None
 
     def _setup_updater(self, weight_updater, shared) -> None:
