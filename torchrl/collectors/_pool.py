@@ -54,6 +54,8 @@ class Transport:
     def __init__(self, owner: str, *, start_method: str) -> None:
         self.owner = owner
         self.start_method = start_method
+        self.failed: str | None = None  # why the workers cannot be used anymore
+        self.closed = False
 
     def start(self, specs: Sequence[WorkerSpec]) -> None:
         """Starts one worker per spec; returns once each has built its collector."""
@@ -84,8 +86,12 @@ class Transport:
         raise NotImplementedError
 
     def check(self) -> None:
-        """Raises if the transport was shut down or a worker failed."""
-        raise NotImplementedError
+        """Raises if the transport was shut down or a worker failed (``failed`` / ``closed``)."""
+        if self.failed is not None:
+            raise RuntimeError(f"{self.owner} cannot continue: {self.failed}. Call shutdown() and build a new "
+                               f"collector.")
+        if self.closed:
+            raise RuntimeError(f"{self.owner} has been shut down; build a new one.")
 
     def shutdown(self, timeout: float | None = None) -> None:
         """Stops every worker (they close their envs) and releases what the transport holds; idempotent."""

@@ -26,7 +26,7 @@ import torch.distributed as dist
 
 from torchrl.collectors.distributed._wire import TAG_DOWN, TAG_UP, GlooChannel
 from torchrl.envs._workers import default_start_method, exit_text, serve
-from torchrl.envs._workers.pool import _start_process
+from torchrl.envs._workers.pool import _start_process, stop_processes
 
 __all__ = ["DelayedLauncher", "ProcessLauncher", "SubmititLauncher", "free_port", "host_address", "node_main",
            "check_no_group", "host_store", "rendezvous"]
@@ -147,16 +147,7 @@ class ProcessLauncher(Launcher):
         return exit_text(proc.exitcode)
 
     def shutdown(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        for proc in self.procs.values():
-            proc.join(max(deadline - time.monotonic(), 0.0))
-        for proc in self.procs.values():
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(1.0)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(1.0)
+        stop_processes(list(self.procs.values()), timeout)
         self.procs = {}
 
 

@@ -143,8 +143,6 @@ class RayTransport(Transport):
         self.restarts: list[int] = []
         self.traj_base: list[int] = []  # added to a rebuilt actor's trajectory ids
         self.traj_seen: list[int] = []
-        self.failed: str | None = None
-        self.closed = False
 
     # -- lifetime ------------------------------------------------------------------------------------------------
     def _actor_options(self, n: int) -> list[dict]:
@@ -244,12 +242,6 @@ class RayTransport(Transport):
             ray.shutdown()
 
     # -- Transport interface ------------------------------------------------------------------------------------
-    def check(self) -> None:
-        if self.failed is not None:
-            raise RuntimeError(f"{self.owner} cannot continue: {self.failed}. Call shutdown() and build a new "
-                               f"collector.")
-        if self.closed:
-            raise RuntimeError(f"{self.owner} has been shut down; build a new one.")
 
     def request(self, idx: int) -> None:
         self.check()

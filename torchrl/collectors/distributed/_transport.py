@@ -139,8 +139,6 @@ class TorchDistTransport(Transport):
         self.held: dict[int, list] = {}
         self.pending: list[int] = []
         self.readers: list[threading.Thread] = []
-        self.failed: str | None = None
-        self.closed = False
         self.joined = False
 
     # -- lifetime ------------------------------------------------------------------------------------------
@@ -345,9 +343,3 @@ class TorchDistTransport(Transport):
     def push_weights(self, idx: int, weights: TensorDictBase) -> None:
         self._send(idx, OP_WEIGHTS + pickle.dumps(weights), reply=False)
 
-    def check(self) -> None:
-        if self.failed is not None:
-            raise RuntimeError(f"{self.owner} cannot continue: {self.failed}. Call shutdown() and build a new "
-                               f"collector.")
-        if self.closed:
-            raise RuntimeError(f"{self.owner} has been shut down; build a new one.")

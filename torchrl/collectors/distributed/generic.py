@@ -225,9 +225,13 @@ class DistributedCollector(MultiCollector):
         if weight_updater is None and isinstance(self.policy, torch.nn.Module):
             weights = as_weights(self.policy)
             if weights is not None and not weights.is_empty():
-                self.weight_updater = DistributedWeightUpdater(None, weights, self.num_workers, sync=False)
+                self.weight_updater = self._default_updater(weights)
                 return
         super()._setup_updater(weight_updater, shared)
+
+    def _default_updater(self, weights: TensorDictBase) -> WeightUpdaterBase:
+        """The updater of a policy with weights when none is given (TorchRL's class for each collector)."""
+        return DistributedWeightUpdater(None, weights, self.num_workers, sync=False)
 
     def _before_request(self, i: int) -> None:
         if not self._push_every:

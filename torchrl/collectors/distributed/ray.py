@@ -182,13 +182,8 @@ class RayCollector(DistributedCollector):
         return RayTransport(owner, start_method=self.mp_start_method, num_envs=options["num_envs"],
                             extra_kwargs=options["extra_kwargs"], max_restarts=self.max_restarts, **self._ray_options)
 
-    def _setup_updater(self, weight_updater, shared) -> None:
-        if weight_updater is None and isinstance(self.policy, torch.nn.Module):
-            weights = as_weights(self.policy)
-            if weights is not None and not weights.is_empty():
-                self.weight_updater = RayWeightUpdater(weights, self.remote_collectors)
-                return
-        super()._setup_updater(weight_updater, shared)
+    def _default_updater(self, weights: TensorDictBase) -> RayWeightUpdater:
+        return RayWeightUpdater(weights, self.remote_collectors)
 
     # -- TorchRL's RayCollector API ---------------------------------------------------------------------------------
     @property

@@ -11,7 +11,7 @@ from torchrl._utils._exploration import ExplorationType
 from torchrl.collectors._single import Collector
 from torchrl.collectors.distributed._rpc import RpcTransport
 from torchrl.collectors.distributed.generic import DistributedCollector, NodeWeightUpdater
-from torchrl.collectors.weight_update import WeightUpdaterBase, as_weights
+from torchrl.collectors.weight_update import WeightUpdaterBase
 
 __all__ = ["RPCCollector", "RPCWeightUpdater"]
 
@@ -134,10 +134,5 @@ class RPCCollector(DistributedCollector):
     def _cat_results(self, cat_results):
         return 0 if self._SYNC else None
 
-    def _setup_updater(self, weight_updater, shared) -> None:
-        if weight_updater is None and isinstance(self.policy, torch.nn.Module):
-            weights = as_weights(self.policy)
-            if weights is not None and not weights.is_empty():
-                self.weight_updater = RPCWeightUpdater(None, None, None, weights, self.num_workers)
-                return
-        super()._setup_updater(weight_updater, shared)
+    def _default_updater(self, weights: TensorDictBase) -> RPCWeightUpdater:
+        return RPCWeightUpdater(None, None, None, weights, self.num_workers)

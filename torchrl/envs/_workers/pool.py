@@ -29,7 +29,7 @@ from torchrl.envs._workers.serve import WorkerSpec, worker_main
 from torchrl.envs._workers.shared import remove_prefixed
 from torchrl.envs._workers.wire import OP_CALL, OP_CLOSE, REPLY_ERROR, Channel, remote_error
 
-__all__ = ["JOIN_TIMEOUT", "WorkerPool", "default_start_method", "exit_text"]
+__all__ = ["JOIN_TIMEOUT", "WorkerPool", "default_start_method", "exit_text", "stop_processes"]
 
 JOIN_TIMEOUT = 2.0  # seconds workers get to exit after "close" before they are terminated
 ERROR_GRACE = 1.0  # seconds to wait for the other workers' replies once one has failed
@@ -81,6 +81,20 @@ def _start_process(proc, method: str) -> None:
         proc.start()
     finally:
         gc.unfreeze()
+
+
+def stop_processes(procs, timeout: float) -> None:
+    """Waits up to ``timeout`` s for ``procs`` to exit, then terminates (and at last kills) the others."""
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        proc.join(max(deadline - time.monotonic(), 0.0))
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(1.0)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(1.0)
 
 
 class WorkerPool:
@@ -181,16 +195,7 @@ class WorkerPool:
                     chan.send(OP_CLOSE)
                 except (OSError, ValueError):
                     pass
-        deadline = time.monotonic() + (JOIN_TIMEOUT if timeout is None else timeout)
-        for proc in self.procs:
-            proc.join(max(deadline - time.monotonic(), 0.0))
-        for proc in self.procs:
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(1.0)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(1.0)
+        stop_processes(self.procs, JOIN_TIMEOUT if timeout is None else timeout)
         for conn in self.conns:
             try:
                 conn.close()
